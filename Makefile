@@ -1,0 +1,34 @@
+# CommHub: `make run` serves the hub, `make test` runs the suite. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+
+.PHONY: run test setup lint
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+setup: $(VENV)/.installed
+
+run: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	@echo ""
+	@echo "CommHub on http://127.0.0.1:$(PORT)/  (operator dashboard; Django admin at /admin/)"
+	@echo "  MCP endpoint for agents:       http://127.0.0.1:$(PORT)/mcp"
+	@echo "  a network and an agent token:  $(PY) manage.py create_network demo"
+	@echo "                                 $(PY) manage.py create_token --network demo"
+	@echo "  connect Claude Code:           claude mcp add --transport http commhub http://127.0.0.1:$(PORT)/mcp --header \"Authorization: Bearer <token>\""
+	@echo "  an operator login:             $(PY) manage.py createsuperuser   (owns network 'default' on first login)"
+	@echo ""
+	exec $(PY) -m daphne --bind 127.0.0.1 --port $(PORT) commhub.asgi:application
+
+test: setup
+	$(PY) -m pytest
+
+lint: setup
+	$(PY) -m pip install --quiet ruff==0.17.5
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -1,0 +1,54 @@
+"""Who calls the API: a bearer token (agents, scripts) or a signed-in user (the dashboard)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from commhub.errors import HubError
+from hub_agents.actors import Actor
+from hub_agents.services import actor_for_user, token_authenticate
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer ntok_…|utok_…`; the request's `auth` is the token's Actor."""
+
+    def authenticate(self, request: Request) -> tuple[Any, Actor] | None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        if not token.strip():
+            raise AuthenticationFailed('Send the token as "Authorization: Bearer <ntok_…|utok_…>".')
+        try:
+            actor = token_authenticate(raw=token.strip())
+        except HubError as refusal:
+            raise AuthenticationFailed(refusal.message) from None
+        return AnonymousUser(), actor
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="commhub"'
+
+
+class HasActor(BasePermission):
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.auth, Actor) or bool(request.user and request.user.is_authenticated)
+
+
+def actor_of(request: Request) -> Actor:
+    if isinstance(request.auth, Actor):
+        return request.auth
+    return actor_for_user(request.user)
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = BearerTokenAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "A CommHub token: ntok_… or utok_…"}

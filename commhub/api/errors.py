@@ -1,0 +1,66 @@
+"""Every API refusal in one shape: {"ok": false, "error": "<code>", "message": "<what to do>"}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from commhub.errors import HubError
+
+# DRF's own refusals, under the codes CommHub uses everywhere else.
+_CODES: dict[type[exceptions.APIException], str] = {
+    exceptions.NotAuthenticated: "unauthorized",
+    exceptions.AuthenticationFailed: "unauthorized",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.ParseError: "invalid_json",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.NotFound: "not_found",
+    exceptions.Throttled: "rate_limited",
+    exceptions.ValidationError: "invalid_argument",
+}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, HubError):
+        body = {**exc.as_result(), "error": exc.code}
+        body.pop("code")
+        return Response(body, status=exc.status)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    if not isinstance(exc, exceptions.APIException):
+        return None  # a bug, not a refusal: Django logs it and answers 500
+    code = next((code for kind, code in _CODES.items() if isinstance(exc, kind)), exc.default_code)
+    body: dict[str, Any] = {"ok": False, "error": code, "message": _text(exc.detail)}
+    headers = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "wait", None) is not None:
+        headers["Retry-After"] = str(int(exc.wait))
+        body["retry_after"] = int(exc.wait)
+    return Response(body, status=exc.status_code, headers=headers)
+
+
+def _text(detail: Any) -> str:
+    if isinstance(detail, list):
+        return " ".join(_text(item) for item in detail)
+    if isinstance(detail, dict):
+        return " ".join(f"{key}: {_text(value)}" for key, value in detail.items())
+    return str(detail)
+
+
+@csrf_exempt  # bearer clients have no CSRF cookie; they should read "not found", not a CSRF page
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    return JsonResponse(
+        {
+            "ok": False,
+            "error": "not_found",
+            "message": f"No API endpoint at /{request.path.lstrip('/')}; see /api/v1/docs.",
+        },
+        status=404,
+    )

@@ -1,0 +1,215 @@
+"""CommHub settings: one module, read from the environment.
+
+The defaults give a laptop install that needs nothing else (SQLite in WAL mode, the in-memory
+channel layer). Production is switched on by DATABASE_URL / REDIS_URL. A bad value stops the
+process at start-up with a message naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+
+def _int_setting(name: str, default: int, *, minimum: int) -> int:
+    raw = env.str(name, default=str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number of seconds, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _dev_secret_key() -> str:
+    # A generated key kept beside the project, so logins survive a restart of `make run`.
+    path = BASE_DIR / ".secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(50)
+        path.write_text(key)
+        path.chmod(0o600)
+        return key
+
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="") or _dev_secret_key()
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "hub_agents",
+    "hub_tasks",
+    "hub_mcp",
+    "hub_events",
+    "hub_dashboard",
+]
+
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:fleet"
+LOGOUT_REDIRECT_URL = "dashboard:login"
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "commhub.urls"
+WSGI_APPLICATION = "commhub.wsgi.application"
+ASGI_APPLICATION = "commhub.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = env.str("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+if _database_url.split("://", 1)[0] not in environ.Env.DB_SCHEMES:
+    raise ImproperlyConfigured(
+        f"DATABASE_URL is not a usable database URL: scheme must be one of postgres://, sqlite:///, ... "
+        f"(got {_database_url.split('://', 1)[0]!r})"
+    )
+DATABASES = {"default": environ.Env.db_url_config(_database_url)}
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock at BEGIN, so
+            # two transactions never both read and then fail to upgrade ("database is locked").
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
+    )
+    # Tests use a file, not :memory:, so that threads racing in tests share one database; one file
+    # per process, so that two test runs on one machine never share it.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(
+        Path(tempfile.gettempdir()) / f"commhub-test-{os.getpid()}.sqlite3"
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# Agents that have not reported for this long read as "offline" everywhere.
+COMMHUB_OFFLINE_AFTER_SECONDS = _int_setting("COMMHUB_OFFLINE_AFTER_SECONDS", 600, minimum=1)
+# send_task's default ttl_seconds when the caller gives none (the contract caps it at 86400).
+COMMHUB_DEFAULT_TTL_SECONDS = _int_setting("COMMHUB_DEFAULT_TTL_SECONDS", 3600, minimum=1)
+if COMMHUB_DEFAULT_TTL_SECONDS > 86400:
+    raise ImproperlyConfigured("COMMHUB_DEFAULT_TTL_SECONDS must be at most 86400 (the contract's maximum TTL)")
+
+# How long the event log keeps events for reconnecting clients (Last-Event-ID) to catch up.
+COMMHUB_EVENT_RETENTION_SECONDS = _int_setting("COMMHUB_EVENT_RETENTION_SECONDS", 7 * 86400, minimum=60)
+
+# Largest request body /mcp and the API accept (a clear 413 beyond it).
+COMMHUB_MAX_REQUEST_BYTES = _int_setting("COMMHUB_MAX_REQUEST_BYTES", 1_048_576, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = COMMHUB_MAX_REQUEST_BYTES
+# Browser origins allowed to call /mcp besides those on ALLOWED_HOSTS (e.g. an MCP Inspector page).
+COMMHUB_ALLOWED_ORIGINS = env.list("COMMHUB_ALLOWED_ORIGINS", default=[])
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Bearer first: an unauthenticated call then answers 401 with a Bearer challenge.
+        "commhub.api.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["commhub.api.auth.HasActor"],
+    "DEFAULT_PARSER_CLASSES": ["commhub.api.parsers.JSONObjectParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # \u-escape non-ASCII: a client's stray surrogate echoed in an error can never break encoding.
+    "UNICODE_JSON": False,
+    "EXCEPTION_HANDLER": "commhub.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "CommHub API",
+    "DESCRIPTION": (
+        "The 17 CommHub tools over plain HTTP: the same arguments and result objects as the MCP "
+        "endpoint at /mcp. Authenticate with `Authorization: Bearer <ntok_…|utok_…>`."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # Enums stay inline (no shared components), so each can say whether null is allowed.
+    "POSTPROCESSING_HOOKS": [
+        "commhub.api.endpoints.require_request_bodies",
+        "commhub.api.endpoints.link_operations",
+    ],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

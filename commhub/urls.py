@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from commhub.api.errors import api_not_found
+from commhub.health import healthz
+from hub_events.sse import event_stream
+from hub_mcp.views import mcp_endpoint, well_known_not_found
+
+api = [
+    path("", include("hub_agents.apis")),
+    path("", include("hub_tasks.apis")),
+    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    re_path(r"^(?P<path>.*)$", api_not_found),
+]
+
+urlpatterns = [
+    # Both spellings answer directly: a redirect would lose the POST body in many clients.
+    path("mcp", mcp_endpoint, name="mcp"),
+    path("mcp/", mcp_endpoint),
+    re_path(r"^\.well-known/(?P<path>.*)$", well_known_not_found),
+    path("api/v1/", include(api)),
+    path("events/<str:alias>", event_stream, name="events"),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("", include("hub_dashboard.urls")),
+]

@@ -1,0 +1,18 @@
+"""REST endpoints for agent sessions, each running one of the contract's tools."""
+
+from __future__ import annotations
+
+from commhub.api.endpoints import Operation, route
+
+urlpatterns = [
+    route("sessions", Operation("get", "get_all_status"), tag="sessions"),
+    route(
+        "sessions/report",
+        Operation("post", "report_status"),
+        Operation("get", "get_session_status", fixed=(("alias", "report"),)),
+        tag="sessions",
+    ),
+    route("sessions/<str:alias>", Operation("get", "get_session_status"), tag="sessions"),
+    route("sessions/<str:alias>/inbox", Operation("get", "get_inbox"), tag="inbox"),
+    route("sessions/<str:alias>/inbox/<str:message_id>/ack", Operation("post", "ack_inbox"), tag="inbox"),
+]

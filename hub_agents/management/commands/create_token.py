@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from commhub.errors import HubError
+from hub_agents.models import Network, Role
+from hub_agents.services import membership_set, token_create, user_get_or_create
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a token and print it once, as the last line. --network NAME gives a network token "
+        "(ntok_…); --user USERNAME a user token (utok_…), creating the user, and with --network the "
+        "membership, if missing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--network", metavar="NAME", help="the network, by name")
+        parser.add_argument("--user", metavar="USERNAME", help="make a user token for this user")
+        parser.add_argument("--role", choices=Role.values, help="the role (default member)")
+        parser.add_argument("--name", default="", help="a label for the token, e.g. the agent or script using it")
+
+    def handle(self, *args: Any, network: str | None, user: str | None, role: str | None, name: str, **options: Any):
+        if network is None and user is None:
+            raise CommandError("Give --network NAME for a network token, or --user USERNAME for a user token.")
+        if user is None and role is None:
+            role = Role.MEMBER
+        try:
+            found = self._network(network) if network is not None else None
+            if user is None:
+                token, raw = token_create(network=found, role=role, name=name)
+            else:
+                account = user_get_or_create(username=user)
+                if found is not None:
+                    membership = membership_set(user=account, network=found, role=role)
+                    self.stderr.write(f"{account.get_username()} is {membership.role} in {found.name!r}.")
+                elif role is not None:
+                    raise CommandError("--role for a user token needs --network: roles belong to memberships.")
+                token, raw = token_create(user=account, name=name)
+        except HubError as exc:
+            raise CommandError(exc.message) from None
+        self.stderr.write(f"Token {token.prefix}… created; it is shown once, store it now.")
+        self.stdout.write(raw)
+
+    @staticmethod
+    def _network(name: str) -> Network:
+        found = Network.objects.filter(name=name).first()
+        if found is None:
+            raise CommandError(f"No network named {name!r}; create it first: python manage.py create_network {name}")
+        return found

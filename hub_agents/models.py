@@ -1,0 +1,155 @@
+"""Who is there: networks, their members and tokens, agent sessions and the nodes they run on."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+def new_network_id() -> str:
+    return f"net_{secrets.token_hex(8)}"
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
+
+
+class Network(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_network_id, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hub_memberships")
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "network"], name="membership_unique_user_network")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.network} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A bearer token. Only its SHA-256 digest is stored; the raw value is shown once."""
+
+    class Kind(models.TextChoices):
+        NETWORK = "ntok", "network-scoped"
+        USER = "utok", "user-scoped"
+
+    kind = models.CharField(max_length=4, choices=Kind.choices)
+    name = models.CharField(max_length=200, blank=True)
+    prefix = models.CharField(max_length=16, help_text="The first characters, to recognise a token.")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    # A network token acts inside this one network with `role`; a user token acts as `user`
+    # with the role of each of the user's memberships.
+    network = models.ForeignKey(Network, null=True, blank=True, on_delete=models.CASCADE, related_name="tokens")
+    role = models.CharField(max_length=16, choices=Role.choices, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="hub_tokens"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(kind="ntok", network__isnull=False, user__isnull=True) & ~Q(role=""))
+                | Q(kind="utok", user__isnull=False, network__isnull=True),
+                name="token_scope_matches_kind",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or self.get_kind_display()})"
+
+    @staticmethod
+    def digest_of(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @staticmethod
+    def generate(kind: str) -> str:
+        return f"{kind}_{secrets.token_urlsafe(32)}"
+
+
+class SessionStatus(models.TextChoices):
+    WORKING = "working"
+    IDLE = "idle"
+    BLOCKED = "blocked"
+    ERROR = "error"
+    WAITING_INPUT = "waiting_input"
+    OFFLINE = "offline"
+
+
+class AgentSession(models.Model):
+    """One running agent, as it last reported itself (report_status upserts by resume_id)."""
+
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="sessions")
+    resume_id = models.CharField(max_length=200)
+    alias = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=SessionStatus.choices)
+    task = models.TextField(null=True, blank=True)
+    output = models.TextField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    progress = models.FloatField(null=True, blank=True)
+    server = models.CharField(max_length=200, null=True, blank=True)
+    hostname = models.CharField(max_length=200, null=True, blank=True)
+    agent = models.CharField(max_length=200, null=True, blank=True)
+    project_dir = models.CharField(max_length=1000, null=True, blank=True)
+    version = models.CharField(max_length=200, null=True, blank=True)
+    tmux_name = models.CharField(max_length=200, null=True, blank=True)
+    node_id = models.CharField(max_length=200, null=True, blank=True)
+    session_id = models.CharField(max_length=200, null=True, blank=True)
+    config_path = models.CharField(max_length=1000, null=True, blank=True)
+    channels = models.TextField(null=True, blank=True)
+    model = models.CharField(max_length=200, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["network", "resume_id"], name="session_unique_network_resume_id")
+        ]
+        indexes = [
+            models.Index(fields=["network", "alias"], name="session_network_alias"),
+            models.Index(fields=["network", "last_seen_at"], name="session_network_last_seen"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alias} ({self.resume_id})"
+
+
+class Node(models.Model):
+    """A machine agents run on; report_status upserts it when the agent sends a node_id."""
+
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="nodes")
+    node_id = models.CharField(max_length=200)
+    node_name = models.CharField(max_length=200, null=True, blank=True)
+    model = models.CharField(max_length=200, null=True, blank=True)
+    runtime = models.CharField(max_length=200, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["network", "node_id"], name="node_unique_network_node_id")]
+
+    def __str__(self) -> str:
+        return self.node_name or self.node_id

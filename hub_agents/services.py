@@ -1,0 +1,278 @@
+"""Every write about who is there: networks, members, tokens, agent sessions and nodes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from commhub import validate
+from commhub.errors import HubError
+from commhub.events import EventType, HubEvent, publish
+from hub_agents.actors import Actor
+from hub_agents.models import AgentSession, ApiToken, Membership, Network, Node, Role, SessionStatus
+from hub_tasks.lifecycle import task_start_for_alias, tasks_expire_due
+from hub_tasks.models import InboxMessage
+
+OUTPUT_MAX = 50_000  # accepted from the agent
+STORED_OUTPUT_MAX = 4_000  # kept of it
+TASK_MAX = 10_000
+PATH_MAX = 1_000
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last-used write per token a minute
+
+
+@transaction.atomic
+def network_create(*, name: str) -> tuple[Network, bool]:
+    """The network with this name, created if missing; the flag says whether it was created."""
+    name = validate.required_identifier("name", name)
+    return Network.objects.get_or_create(name=name)
+
+
+@transaction.atomic
+def membership_set(*, user: AbstractBaseUser, network: Network, role: str | None = None) -> Membership:
+    """Add the user to the network, or change their role there when `role` is given."""
+    role = validate.choice("role", role, Role.values)
+    membership, created = Membership.objects.select_for_update().get_or_create(
+        user=user, network=network, defaults={"role": role or Role.MEMBER}
+    )
+    if not created and role is not None and membership.role != role:
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def token_create(
+    *,
+    network: Network | None = None,
+    role: str | None = None,
+    user: AbstractBaseUser | None = None,
+    name: str = "",
+) -> tuple[ApiToken, str]:
+    """A network token (given `network`) or a user token (given `user`); returns it and its raw value."""
+    if (network is None) == (user is None):
+        raise HubError("invalid_argument", "A token belongs either to a network or to a user, not both or neither.")
+    kind = ApiToken.Kind.NETWORK if network is not None else ApiToken.Kind.USER
+    raw = ApiToken.generate(kind)
+    token = ApiToken.objects.create(
+        kind=kind,
+        name=name,
+        prefix=raw[:12],
+        digest=ApiToken.digest_of(raw),
+        network=network,
+        role=(validate.choice("role", role, Role.values) or Role.MEMBER) if network is not None else "",
+        user=user,
+    )
+    return token, raw
+
+
+def token_revoke(*, token: ApiToken) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def token_authenticate(*, raw: str) -> Actor:
+    """The actor a bearer token stands for; refuses unknown, revoked and memberless tokens."""
+    token = (
+        ApiToken.objects.select_related("user").filter(digest=ApiToken.digest_of(raw), revoked_at__isnull=True).first()
+    )
+    if token is None or (token.user is not None and not token.user.is_active):
+        raise HubError(
+            "unauthorized", "The bearer token is unknown or revoked; ask an operator for a token.", status=401
+        )
+    now = timezone.now()
+    # An .update(), so recording use never overwrites a concurrent revoke; throttled to keep reads read-only.
+    ApiToken.objects.filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)
+    if token.kind == ApiToken.Kind.NETWORK:
+        return Actor(
+            label=f"{token.prefix} ({token.name})" if token.name else token.prefix,
+            key=f"token:{token.pk}",
+            roles={token.network_id: token.role},
+            network_bound=True,
+        )
+    return actor_for_user(token.user, key=f"token:{token.pk}")
+
+
+def actor_for_user(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
+    """A signed-in user (dashboard) or a user token acting as the user."""
+    roles = dict(Membership.objects.filter(user=user).values_list("network_id", "role"))
+    return Actor(
+        label=f"user:{user.get_username()}",
+        key=key or f"user:{user.pk}",
+        roles=roles,
+        network_bound=False,
+        user_id=user.pk,
+    )
+
+
+@transaction.atomic
+def network_default_for(*, user: AbstractBaseUser) -> None:
+    """A superuser who belongs to no network yet owns the "default" one: a fresh install just works."""
+    if user.is_superuser and not Membership.objects.filter(user=user).exists():
+        network, _ = Network.objects.get_or_create(name="default")
+        membership_set(user=user, network=network, role=Role.OWNER)
+
+
+def user_get_or_create(*, username: str) -> AbstractBaseUser:
+    username = validate.required_identifier("username", username)
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    return user
+
+
+@transaction.atomic
+def session_report(
+    *,
+    actor: Actor,
+    resume_id: object,
+    alias: object,
+    status: object,
+    task: object = None,
+    output: object = None,
+    score: object = None,
+    progress: object = None,
+    server: object = None,
+    hostname: object = None,
+    agent: object = None,
+    project_dir: object = None,
+    version: object = None,
+    tmux_name: object = None,
+    node_id: object = None,
+    session_id: object = None,
+    config_path: object = None,
+    channels: object = None,
+    model: object = None,
+    node_name: object = None,
+    network_id: object = None,
+) -> dict[str, Any]:
+    """report_status: the agent's heartbeat; upserts its session by resume_id."""
+    if not actor.network_bound:
+        raise HubError(
+            "network_token_required",
+            "report_status binds an agent to one network: call it with a network token (ntok_…).",
+            status=403,
+        )
+    resume_id = validate.required_identifier("resume_id", resume_id)
+    alias = validate.required_identifier("alias", alias)
+    status = validate.choice("status", status, SessionStatus.values)
+    if status is None:
+        raise validate.invalid_argument("status", f"is required, one of {', '.join(SessionStatus.values)}")
+    activity = {
+        "task": validate.text("task", task, max_len=TASK_MAX),
+        "output": (validate.text("output", output, max_len=OUTPUT_MAX) or "")[:STORED_OUTPUT_MAX] or None,
+        "score": validate.number("score", score, low=0, high=10),
+        "progress": validate.number("progress", progress, low=0, high=100),
+    }
+    # Who and where the agent is: an omitted field keeps what the agent said before.
+    identity = {
+        "server": validate.identifier("server", server),
+        "hostname": validate.identifier("hostname", hostname),
+        "agent": validate.identifier("agent", agent),
+        "project_dir": validate.text("project_dir", project_dir, max_len=PATH_MAX),
+        "version": validate.identifier("version", version),
+        "tmux_name": validate.identifier("tmux_name", tmux_name),
+        "node_id": validate.identifier("node_id", node_id),
+        "session_id": validate.identifier("session_id", session_id),
+        "config_path": validate.text("config_path", config_path, max_len=PATH_MAX),
+        "channels": validate.json_string_list("channels", channels, max_len=TASK_MAX),
+        "model": validate.identifier("model", model),
+    }
+    node_name = validate.identifier("node_name", node_name)
+    network = actor.writable_network(validate.identifier("network_id", network_id))
+    now = timezone.now()
+
+    # Lock order everywhere: the alias's sessions, then tasks (completion_report does the same).
+    session_lock(network_id=network, alias=alias)
+    # A restarted agent comes back with a new resume_id: its old rows under the alias are orphans.
+    AgentSession.objects.filter(network_id=network, alias=alias).exclude(resume_id=resume_id).delete()
+    session = AgentSession.objects.select_for_update().filter(network_id=network, resume_id=resume_id).first()
+    if session is None:
+        try:
+            with transaction.atomic():  # a savepoint: a concurrent first report may insert it first
+                session = AgentSession.objects.create(
+                    network_id=network, resume_id=resume_id, alias=alias, status=status, created_at=now
+                )
+        except IntegrityError:
+            session = AgentSession.objects.select_for_update().get(network_id=network, resume_id=resume_id)
+    session.alias, session.status, session.last_seen_at = alias, status, now
+    for field, value in activity.items():
+        setattr(session, field, value)
+    for field, value in identity.items():
+        if value is not None:
+            setattr(session, field, value)
+    session.save()
+
+    if identity["node_id"] is not None:
+        _node_upsert(network, identity["node_id"], model=identity["model"], node_name=node_name,
+                     agent=identity["agent"], now=now)  # fmt: skip
+    tasks_expire_due(network_ids=[network], now=now)
+    if status == SessionStatus.WORKING and activity["task"]:
+        task_start_for_alias(
+            actor_label=actor.label, network_id=network, alias=alias, task_ref=activity["task"], now=now
+        )
+    publish(session_updated_event(session))
+    return {
+        "ok": True,
+        "resume_id": resume_id,
+        "alias": alias,
+        "inbox_count": InboxMessage.objects.pending(network_ids=[network], alias=alias).count(),
+    }
+
+
+def _node_upsert(
+    network: str, node_id: str, *, model: str | None, node_name: str | None, agent: str | None, now: datetime
+) -> None:
+    # "agent-node:claude-agent-sdk" runs on the claude-agent-sdk runtime; a bare agent name is its own runtime.
+    runtime = agent.split(":", 1)[1] if agent and ":" in agent else agent
+    node, created = Node.objects.select_for_update().get_or_create(
+        network_id=network,
+        node_id=node_id,
+        defaults={"model": model, "node_name": node_name, "runtime": runtime, "created_at": now, "last_seen_at": now},
+    )
+    if not created:
+        node.model = model or node.model
+        node.node_name = node_name or node.node_name
+        node.runtime = runtime or node.runtime
+        node.last_seen_at = now
+        node.save(update_fields=["model", "node_name", "runtime", "last_seen_at"])
+
+
+def session_lock(*, network_id: str, alias: str) -> None:
+    """Lock the alias's sessions, in key order: the first lock a session-touching write takes."""
+    list(
+        AgentSession.objects.select_for_update().filter(network_id=network_id, alias=alias).order_by("pk").values("pk")
+    )
+
+
+def session_touch(*, network_id: str, alias: str) -> None:
+    """A live connection from the alias (SSE) is a heartbeat: it keeps the session online."""
+    AgentSession.objects.filter(network_id=network_id, alias=alias).update(last_seen_at=timezone.now())
+
+
+@transaction.atomic
+def session_set_idle(*, network_id: str, alias: str, now: datetime) -> None:
+    """The alias finished its work (report_completion): idle, no task, progress 0."""
+    for session in AgentSession.objects.select_for_update().filter(network_id=network_id, alias=alias):
+        session.status, session.task, session.progress, session.last_seen_at = SessionStatus.IDLE, None, 0, now
+        session.save(update_fields=["status", "task", "progress", "last_seen_at"])
+        publish(session_updated_event(session))
+
+
+def session_updated_event(session: AgentSession) -> HubEvent:
+    return HubEvent(
+        type=EventType.SESSION_UPDATED,
+        network_id=session.network_id,
+        audience=(),
+        payload={
+            "alias": session.alias,
+            "resume_id": session.resume_id,
+            "status": session.status,
+            "task": session.task,
+            "progress": session.progress,
+        },
+    )

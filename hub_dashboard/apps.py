@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HubDashboardConfig(AppConfig):
+    name = "hub_dashboard"
+    verbose_name = "Operator dashboard"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HubEventsConfig(AppConfig):
+    name = "hub_events"
+    verbose_name = "Event log"

@@ -1,0 +1,109 @@
+"""/ws/dashboard: every event of the signed-in operator's networks, as JSON frames.
+
+The connection joins each network's operators feed; a ring means "read the log after where you
+are". A periodic catch-up covers rings the layer dropped. Reconnecting clients pass where they
+were, `?after=net_a:120,net_b:7`, and get everything since.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from commhub.doorbell import feed_group
+from commhub.waiting import in_pool
+from hub_agents.models import Membership
+from hub_events.models import OPERATORS
+from hub_events.selectors import PAGE, events_after, events_position
+from hub_events.services import events_seal_leftovers
+
+CATCH_UP_SECONDS = 15.0
+logger = logging.getLogger(__name__)
+
+
+class DashboardConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        networks = await in_pool(
+            lambda: list(Membership.objects.filter(user=user).values_list("network_id", flat=True))
+        )
+        asked = _positions(self.scope.get("query_string", b""))
+        self.positions: dict[str, int] = {}
+        for network_id in networks:
+            self.positions[network_id] = (
+                asked[network_id]
+                if network_id in asked
+                else await in_pool(lambda n=network_id: events_position(network_id=n))
+            )
+        self.groups = [feed_group(network_id, OPERATORS) for network_id in self.positions]
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        self.lock = asyncio.Lock()
+        await self.accept()
+        await self.send_json({"type": "hello", "positions": self.positions})
+        await self.catch_up()
+        self.ticker = asyncio.create_task(self._tick())
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "ticker"):
+            self.ticker.cancel()
+        for group in getattr(self, "groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def feed_ring(self, message: dict[str, Any]) -> None:
+        await self.catch_up()
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        pass  # operators act through the dashboard's forms and the API, not this socket
+
+    async def catch_up(self) -> None:
+        async with self.lock:  # one reader at a time, so no frame goes out twice
+            for network_id, after in self.positions.items():
+                while True:
+                    frames = await in_pool(
+                        lambda n=network_id, a=after: events_after(network_id=n, audience=OPERATORS, after=a)
+                    )
+                    for frame in frames:
+                        await self.send_json(frame)
+                        after = frame["id"]
+                    self.positions[network_id] = after
+                    if len(frames) < PAGE:
+                        break
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(CATCH_UP_SECONDS)
+            try:
+                if not await in_pool(self._still_allowed):
+                    await self.close(code=4403)  # deactivated, or removed from a network it watches
+                    return
+                for group in self.groups:  # layers forget members after their group expiry
+                    await self.channel_layer.group_add(group, self.channel_name)
+                for network_id in self.positions:
+                    await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
+                await self.catch_up()
+            except Exception:  # a passing database or layer fault must not end the catch-ups
+                logger.exception("dashboard catch-up failed; retrying on the next tick")
+
+    def _still_allowed(self) -> bool:
+        user = self.scope["user"]
+        user.refresh_from_db(fields=["is_active"])
+        member_of = set(Membership.objects.filter(user=user).values_list("network_id", flat=True))
+        return user.is_active and set(self.positions) <= member_of
+
+
+def _positions(query_string: bytes) -> dict[str, int]:
+    positions = {}
+    for item in ",".join(parse_qs(query_string.decode()).get("after", [])).split(","):
+        network_id, _, seq = item.partition(":")
+        if network_id and re.fullmatch(r"[0-9]{1,18}", seq):
+            positions[network_id] = int(seq)
+    return positions

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from hub_events.consumers import DashboardConsumer
+
+websocket_urlpatterns = [path("ws/dashboard", DashboardConsumer.as_asgi())]

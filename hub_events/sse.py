@@ -1,0 +1,92 @@
+"""GET /events/{alias}: an agent's events as Server-Sent Events, replayed from the log on reconnect."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+
+from commhub import validate
+from commhub.doorbell import Doorbell, feed_group
+from commhub.errors import HubError
+from commhub.waiting import in_pool
+from hub_agents.actors import Actor
+from hub_agents.services import session_touch, token_authenticate
+from hub_events.selectors import PAGE, events_after, events_position
+from hub_events.services import events_seal_leftovers
+
+KEEPALIVE_SECONDS = 15.0
+
+
+@require_GET
+async def event_stream(request: HttpRequest, alias: str) -> HttpResponse:
+    try:
+        token, network_id, after = await in_pool(lambda: _open(request, alias))
+    except HubError as refusal:
+        reply = JsonResponse({"ok": False, "error": refusal.code, "message": refusal.message}, status=refusal.status)
+        if refusal.status == 401:
+            reply["WWW-Authenticate"] = 'Bearer realm="commhub"'
+        return reply
+    response = StreamingHttpResponse(_frames(token, network_id, alias, after), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # proxies must pass each frame on at once
+    return response
+
+
+def _open(request: HttpRequest, alias: str) -> tuple[str, str, int]:
+    """Who may listen (their token), to which network's feed, from which position."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise HubError("unauthorized", "Send Authorization: Bearer <ntok_…|utok_…>.", status=401)
+    actor: Actor = token_authenticate(raw=token)
+    alias = validate.required_identifier("alias", alias)
+    networks = actor.readable_networks(validate.identifier("network_id", request.GET.get("network_id")))
+    if len(networks) != 1:
+        raise HubError("network_required", "You belong to several networks; pass ?network_id=.", status=400)
+    (network_id,) = networks
+    last = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id")
+    if last is None:
+        return token, network_id, events_position(network_id=network_id)  # only what comes next
+    if not re.fullmatch(r"[0-9]{1,18}", last):
+        raise validate.invalid_argument("Last-Event-ID", f"must be an event id from this stream (got {last!r})")
+    return token, network_id, int(last)
+
+
+async def _frames(token: str, network_id: str, alias: str, after: int) -> AsyncIterator[str]:
+    # Subscribe before the first read, so nothing can slip between the read and the subscription.
+    async with Doorbell([feed_group(network_id, alias)]) as bell:
+        await in_pool(lambda: session_touch(network_id=network_id, alias=alias))
+        yield "retry: 2000\n\n"
+        while True:
+            frames = await in_pool(lambda a=after: events_after(network_id=network_id, audience=alias, after=a))
+            for frame in frames:
+                after = frame["id"]
+                yield _sse(frame)
+            if len(frames) == PAGE:
+                continue  # more to replay
+            if not await bell.wait(KEEPALIVE_SECONDS):
+                if not await in_pool(lambda: _keepalive(token, network_id, alias)):
+                    return  # the token was revoked (or its user deactivated): the stream ends
+                yield ": keepalive\n\n"
+                await bell.renew()
+
+
+def _keepalive(token: str, network_id: str, alias: str) -> bool:
+    """False if the token no longer stands; else: a connected agent is alive, and events left
+    unsealed by a process that died after its commit are sealed, so they are delivered after all."""
+    try:
+        token_authenticate(raw=token)
+    except HubError:
+        return False
+    session_touch(network_id=network_id, alias=alias)
+    events_seal_leftovers(network_id=network_id)
+    return True
+
+
+def _sse(frame: dict[str, Any]) -> str:
+    return f"id: {frame['id']}\nevent: {frame['type']}\ndata: {json.dumps(frame, ensure_ascii=True)}\n\n"

@@ -1,0 +1,264 @@
+"""POST /mcp: JSON-RPC over Streamable HTTP, stateless, JSON responses only.
+
+The HTTP layer: methods, origin, size, parsing, era routing, authentication and status codes.
+What each method answers is in handlers.py; what each tool does is in the services.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import validate_host
+from django.views.decorators.csrf import csrf_exempt
+
+from commhub.errors import HubError
+from commhub.waiting import long_poll, no_waiting
+from hub_agents.actors import Actor
+from hub_agents.services import token_authenticate
+from hub_mcp.handlers import answer
+from hub_mcp.protocol import (
+    BATCH_VERSIONS,
+    CLIENT_CAPABILITIES_META,
+    DEFAULT_HEADERLESS_VERSION,
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_HEADER,
+    MODERN_ERROR_STATUS,
+    MODERN_VERSIONS,
+    NAME_HEADER,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_META,
+    UNAUTHORIZED,
+    VERSION_HEADER,
+    Exchange,
+    Message,
+    RpcError,
+    error_response,
+    response,
+    unsupported_version,
+)
+
+WWW_AUTHENTICATE = 'Bearer realm="commhub"'
+
+
+def _json(body: Any, status: int = 200, **headers: str) -> JsonResponse:
+    # ASCII-escaped: whatever a client sent and the answer echoes (ids, names), it always encodes.
+    reply = JsonResponse(body, status=status, safe=False)
+    for name, value in headers.items():
+        reply[name.replace("_", "-")] = value
+    return reply
+
+
+def _fault(error: RpcError, status: int, request_id: Any = None) -> JsonResponse:
+    return _json(error_response(request_id, error), status=error.http_status or status)
+
+
+class Unauthorized(Exception):
+    def __init__(self, message: str, *, invalid_token: bool) -> None:
+        super().__init__(message)
+        self.invalid_token = invalid_token
+
+
+@csrf_exempt
+async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    # Async only so that get_inbox with wait_seconds can wait without a thread (commhub.waiting).
+    return await long_poll(lambda: _respond(request))
+
+
+def _respond(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        reply = _fault(RpcError(INVALID_REQUEST, "Method not allowed: /mcp takes JSON-RPC over POST."), 405)
+        reply["Allow"] = "POST"
+        return reply
+    if not _origin_allowed(request.headers.get("Origin")):
+        return _fault(RpcError(INVALID_REQUEST, "Forbidden: this Origin may not call the hub."), 403)
+    try:
+        body = _read_json(request)
+    except RpcError as fault:
+        return _fault(fault, 400)
+    version = request.headers.get(VERSION_HEADER)
+    try:
+        actor = _authenticate(request.headers.get("Authorization"))
+        if version in MODERN_VERSIONS:
+            return _modern(request, body, version, actor)
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            return _fault(unsupported_version(version), 400)
+        return _handshake(body, version or DEFAULT_HEADERLESS_VERSION, actor)
+    except Unauthorized as refusal:
+        challenge = WWW_AUTHENTICATE + (', error="invalid_token"' if refusal.invalid_token else "")
+        first_id = body.get("id") if isinstance(body, dict) else None
+        return _json(
+            error_response(first_id, RpcError(UNAUTHORIZED, str(refusal))), status=401, WWW_Authenticate=challenge
+        )
+
+
+def _read_json(request: HttpRequest) -> Any:
+    limit = settings.COMMHUB_MAX_REQUEST_BYTES
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        raise RpcError(INVALID_REQUEST, f"Request body over {limit} bytes.", http_status=413)
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise RpcError(INVALID_REQUEST, f"Request body over {limit} bytes.", http_status=413) from None
+    if len(raw) > limit:
+        raise RpcError(INVALID_REQUEST, f"Request body over {limit} bytes.", http_status=413)
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # bad UTF-8 and huge integers raise ValueError subclasses
+        raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON.") from None
+
+
+def _origin_allowed(origin: str | None) -> bool:
+    """Browsers send Origin; a page on another site must not drive a hub on localhost (DNS rebinding)."""
+    if origin is None:
+        return True
+    if origin in settings.COMMHUB_ALLOWED_ORIGINS:
+        return True
+    try:
+        host = urlsplit(origin).hostname
+    except ValueError:  # e.g. "http://[::1" : not an origin at all
+        return False
+    return bool(host) and validate_host(host, settings.ALLOWED_HOSTS)
+
+
+def _authenticate(authorization: str | None) -> Actor | None:
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized('Send the token as "Authorization: Bearer <ntok_…|utok_…>".', invalid_token=False)
+    try:
+        return token_authenticate(raw=token.strip())
+    except HubError as refusal:
+        raise Unauthorized(refusal.message, invalid_token=True) from None
+
+
+def _require_actor(message: Message, actor: Actor | None) -> None:
+    if message.method == "tools/call" and actor is None:
+        raise Unauthorized(
+            "tools/call needs a token: send Authorization: Bearer <ntok_…|utok_…> "
+            "(an operator makes one with `manage.py create_token`).",
+            invalid_token=False,
+        )
+
+
+def _handshake(body: Any, version: str, actor: Actor | None) -> HttpResponse:
+    """The 2024-11-05 … 2025-11-25 era: one message, or a batch where the version allows it."""
+    batch = isinstance(body, list)
+    if batch and version not in BATCH_VERSIONS:
+        return _fault(RpcError(INVALID_REQUEST, f"JSON-RPC batches are not accepted in protocol {version}."), 400)
+    if batch and not body:
+        return _fault(RpcError(INVALID_REQUEST, "Invalid request: empty batch."), 400)
+    if batch:
+        with no_waiting():  # a batch runs once: a waiting get_inbox in it answers at once
+            return _handshake_messages(body, version, actor, batch=True)
+    return _handshake_messages([body], version, actor, batch=False)
+
+
+def _handshake_messages(messages: list[Any], version: str, actor: Actor | None, *, batch: bool) -> HttpResponse:
+    checked: list[Message | RpcError] = []
+    for raw in messages:
+        message = Message(raw if isinstance(raw, dict) else {})
+        try:
+            if not isinstance(raw, dict):
+                raise RpcError(INVALID_REQUEST, "Invalid request: a message must be a JSON object.")
+            message.check_shape()
+            if batch and message.method == "initialize":
+                raise RpcError(INVALID_REQUEST, "Invalid request: initialize must not be part of a batch.")
+        except RpcError as fault:
+            checked.append(fault)
+            continue
+        _require_actor(message, actor)
+        checked.append(message)
+
+    exchange = Exchange(version=version, modern=False)
+    replies = []
+    for item in checked:
+        if isinstance(item, RpcError):
+            replies.append(error_response(None, item))
+        elif item.is_request:
+            replies.append(_reply(item, exchange, actor))
+    if not replies:
+        return HttpResponse(status=202)  # notifications and responses only
+    if batch:
+        return _json(replies)
+    status = 400 if isinstance(checked[0], RpcError) else 200
+    return _json(replies[0], status=status)
+
+
+def _reply(message: Message, exchange: Exchange, actor: Actor | None) -> dict[str, Any]:
+    try:
+        return response(message.id, answer(message.method, message.params, exchange, actor))
+    except RpcError as fault:
+        return error_response(message.id, fault)
+
+
+def _modern(request: HttpRequest, body: Any, version: str, actor: Actor | None) -> HttpResponse:
+    """The 2026-07-28 era: one self-contained request per POST, headers agreeing with the body."""
+    if not isinstance(body, dict):
+        return _fault(RpcError(INVALID_REQUEST, "Body must be a single JSON-RPC request or notification."), 400)
+    message = Message(body)
+    try:
+        message.check_shape()
+    except RpcError as fault:
+        return _fault(fault, 400)
+    if message.is_notification:
+        return HttpResponse(status=202)
+    if not message.is_request:
+        return _fault(RpcError(INVALID_REQUEST, "Body must be a single JSON-RPC request or notification."), 400)
+    try:
+        _check_envelope(request, message, version)
+        _require_actor(message, actor)
+        result = answer(message.method, message.params, Exchange(version=version, modern=True), actor)
+    except RpcError as fault:
+        return _fault(fault, MODERN_ERROR_STATUS.get(fault.code, 200), message.id)
+    return _json(response(message.id, result))
+
+
+def _check_envelope(request: HttpRequest, message: Message, header_version: str) -> None:
+    """The per-request envelope in params._meta, and the routing headers that must mirror the body."""
+    meta = message.params.get("_meta")
+    if not isinstance(meta, dict):
+        raise RpcError(
+            INVALID_PARAMS,
+            f"params._meta must be an object carrying {PROTOCOL_VERSION_META!r} and {CLIENT_CAPABILITIES_META!r}.",
+        )
+    missing = [key for key in (PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META) if key not in meta]
+    if missing:
+        raise RpcError(INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}.")
+    # The header already named a version this hub serves; the body must say the same.
+    if meta[PROTOCOL_VERSION_META] != header_version:
+        raise RpcError(HEADER_MISMATCH, f"{VERSION_HEADER} header does not match params._meta's protocol version.")
+    if request.headers.get(METHOD_HEADER) != message.method:
+        raise RpcError(HEADER_MISMATCH, f"{METHOD_HEADER} header does not match the request's method.")
+    name = message.params.get("name")
+    if message.method == "tools/call" and name is not None:
+        if _decode_header(request.headers.get(NAME_HEADER)) != name:
+            raise RpcError(HEADER_MISMATCH, f"{NAME_HEADER} header does not match the tool name.")
+
+
+def _decode_header(value: str | None) -> str | None:
+    """Undo the `=?base64?…?=` wrapping clients use for values that are not plain header text."""
+    if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    payload = value[len("=?base64?") : -len("?=")]
+    try:
+        return base64.b64decode(payload, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+@csrf_exempt
+def well_known_not_found(request: HttpRequest, path: str) -> HttpResponse:
+    """Clients probe /.well-known/* (OAuth metadata); the hub serves none, and says so in JSON."""
+    return _json({"error": "not_found", "message": f"/.well-known/{path} is not served by this hub."}, status=404)

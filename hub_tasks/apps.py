@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HubTasksConfig(AppConfig):
+    name = "hub_tasks"
+    verbose_name = "Tasks and inboxes"

@@ -1,0 +1,272 @@
+"""The OpenAPI description of /api/v1/, the Swagger UI that shows it, and /healthz.
+
+The schema is read as a client reads it (GET /api/v1/schema, no token), and checked against an
+independent table of what each tool's endpoint must be, then against real responses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.test import Client
+
+from hub_agents.models import Network
+from hub_agents.services import session_report, token_authenticate, token_create
+
+# /mcp and the inbox endpoint run their database work on the shared thread pool (commhub.waiting),
+# on connections of their own: the data they read must be committed, not held in a test transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# operationId -> (path, method, success status, required body fields; None for a GET)
+OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
+    "report_status": ("/api/v1/sessions/report", "post", "200", ["resume_id", "alias", "status"]),
+    "get_all_status": ("/api/v1/sessions", "get", "200", None),
+    "get_session_status": ("/api/v1/sessions/{alias}", "get", "200", None),
+    "get_inbox": ("/api/v1/sessions/{alias}/inbox", "get", "200", None),
+    "ack_inbox": ("/api/v1/sessions/{alias}/inbox/{message_id}/ack", "post", "200", []),
+    "report_completion": ("/api/v1/completions", "post", "201", ["alias", "task", "result"]),
+    "get_completions": ("/api/v1/completions", "get", "200", None),
+    "send_task": ("/api/v1/tasks", "post", "201", ["alias", "task"]),
+    "list_tasks": ("/api/v1/tasks", "get", "200", None),
+    "get_task": ("/api/v1/tasks/{task_id}", "get", "200", None),
+    "send_ack": ("/api/v1/tasks/{task_id}/ack", "post", "200", []),
+    "retry_task": ("/api/v1/tasks/{task_id}/retry", "post", "200", []),
+    "cancel_task": ("/api/v1/tasks/{task_id}/cancel", "post", "200", []),
+    "reassign_task": ("/api/v1/tasks/{task_id}/reassign", "post", "200", ["new_alias"]),
+    "send_message": ("/api/v1/messages", "post", "201", ["alias", "message"]),
+    "send_reply": ("/api/v1/replies", "post", "201", ["alias", "text"]),
+    "broadcast": ("/api/v1/broadcasts", "post", "201", ["message"]),
+    # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
+    "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
+}
+QUERY_PARAMETERS = {
+    "get_all_status": {"filter_status", "filter_server", "network_id"},
+    "get_session_status": {"network_id"},
+    "get_session_status_report": {"network_id"},
+    "get_inbox": {"limit", "network_id", "wait_seconds"},
+    "get_completions": {"alias", "since", "network_id", "limit"},
+    "list_tasks": {"alias", "status", "from_name", "network_id", "limit"},
+    "get_task": set(),
+}
+REFUSALS = ["400", "401", "403", "404", "409"]
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    response = Client().get("/api/v1/schema", {"format": "json"})
+    assert response.status_code == 200, response.content
+    return json.loads(response.content)
+
+
+def operation(schema: dict[str, Any], operation_id: str) -> dict[str, Any]:
+    path, method, *_ = OPERATIONS[operation_id]
+    return schema["paths"][path][method]
+
+
+def as_json_schema(node: Any) -> Any:
+    """OpenAPI 3.0's `nullable: true` spelled as JSON Schema, to validate real responses with."""
+    if isinstance(node, list):
+        return [as_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted = {key: as_json_schema(value) for key, value in node.items() if key != "nullable"}
+    if node.get("nullable") and "type" in converted:
+        converted["type"] = [converted["type"], "null"]
+    return converted
+
+
+# --- the schema as a document --------------------------------------------------------------------
+
+
+def test_the_schema_generates_and_validates_without_warnings(tmp_path: Path) -> None:
+    target = tmp_path / "s.yaml"
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+
+    document = yaml.safe_load(target.read_text())
+    assert document["openapi"].startswith("3.")
+    assert len([op for ops in document["paths"].values() for op in ops.values()]) == len(OPERATIONS)
+
+
+@pytest.mark.parametrize(
+    ("query", "headers", "content_type", "load"),
+    [
+        ({"format": "json"}, {}, "application/vnd.oai.openapi+json", json.loads),
+        ({}, {"Accept": "application/json"}, "application/json", json.loads),
+        ({}, {}, "application/vnd.oai.openapi", yaml.safe_load),
+    ],
+)
+def test_the_schema_is_served_without_a_token_as_json_or_yaml(
+    client: Client, query: dict, headers: dict, content_type: str, load: Any
+) -> None:
+    response = client.get("/api/v1/schema", query, headers=headers)
+
+    assert response.status_code == 200
+    assert response["Content-Type"].split(";")[0] == content_type
+    assert load(response.content)["openapi"].startswith("3.")
+
+
+def test_every_tool_is_exactly_one_operation_on_its_path_and_method(schema: dict[str, Any]) -> None:
+    served = {
+        op["operationId"]: (path, method)
+        for path, operations in schema["paths"].items()
+        for method, op in operations.items()
+    }
+
+    assert served == {name: (path, method) for name, (path, method, *_) in OPERATIONS.items()}
+
+
+@pytest.mark.parametrize("operation_id", sorted(OPERATIONS))
+def test_each_operation_documents_its_success_status(schema: dict[str, Any], operation_id: str) -> None:
+    _, _, success, _ = OPERATIONS[operation_id]
+    responses = operation(schema, operation_id)["responses"]
+
+    assert responses[success]["content"]["application/json"]["schema"]["properties"]["ok"]["type"] == "boolean"
+    # A create answers 201, and 200 only for an idempotent repeat; nothing else documents 201.
+    assert "200" in responses
+    assert ("201" in responses) == (success == "201")
+
+
+@pytest.mark.parametrize("operation_id", sorted(OPERATIONS))
+def test_each_operation_documents_its_refusals_in_the_error_format(schema: dict[str, Any], operation_id: str) -> None:
+    responses = operation(schema, operation_id)["responses"]
+
+    for status in REFUSALS:
+        error = responses[status]["content"]["application/json"]["schema"]
+        assert error["required"] == ["ok", "error", "message"], status
+        assert error["properties"]["ok"] == {"type": "boolean", "enum": [False]}, status
+        assert {"error", "message", "field"} <= set(error["properties"]), status
+        assert responses[status]["description"], status
+
+
+@pytest.mark.parametrize("operation_id", sorted(name for name, spec in OPERATIONS.items() if spec[1] == "post"))
+def test_a_post_body_is_required_exactly_when_it_has_required_fields(schema: dict[str, Any], operation_id: str) -> None:
+    _, _, _, required = OPERATIONS[operation_id]
+    body = operation(schema, operation_id)["requestBody"]
+    fields = body["content"]["application/json"]["schema"]
+
+    assert body.get("required", False) is bool(required)
+    assert fields.get("required", []) == required
+    assert fields["additionalProperties"] is False
+    # Path arguments come from the URL only: the body does not offer them.
+    path_arguments = set(re.findall(r"{(\w+)}", OPERATIONS[operation_id][0]))
+    assert not path_arguments & set(fields["properties"])
+
+
+@pytest.mark.parametrize("operation_id", sorted(QUERY_PARAMETERS))
+def test_a_get_takes_its_arguments_from_the_path_and_query(schema: dict[str, Any], operation_id: str) -> None:
+    op = operation(schema, operation_id)
+    parameters = {(p["in"], p["name"]): p for p in op.get("parameters", [])}
+    path_arguments = set(re.findall(r"{(\w+)}", OPERATIONS[operation_id][0]))
+
+    assert "requestBody" not in op
+    assert {name for where, name in parameters if where == "query"} == QUERY_PARAMETERS[operation_id]
+    assert {name for where, name in parameters if where == "path"} == path_arguments
+    assert all(parameters[("path", name)]["required"] for name in path_arguments)
+
+
+def test_bearer_tokens_are_a_security_scheme_of_every_operation(schema: dict[str, Any]) -> None:
+    bearer = schema["components"]["securitySchemes"]["bearerAuth"]
+
+    assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
+    for operation_id in OPERATIONS:
+        assert {"bearerAuth": []} in operation(schema, operation_id)["security"], operation_id
+
+
+# --- the schema against real answers -------------------------------------------------------------
+
+
+@pytest.fixture
+def headers(network: Network) -> dict[str, str]:
+    _, raw = token_create(network=network, role="member")
+    session_report(actor=token_authenticate(raw=raw), resume_id="r-coder", alias="coder", status="idle")
+    return {"Authorization": f"Bearer {raw}"}
+
+
+def test_real_answers_match_their_documented_responses(
+    client: Client, schema: dict[str, Any], network: Network, headers: dict[str, str]
+) -> None:
+    _, viewer_raw = token_create(network=network, role="viewer")
+
+    def call(operation_id: str, path: str, body: Any = None, *, using: dict[str, str] = headers, **query: Any):
+        if body is None:
+            response = client.get(path, query, headers=using)
+        else:
+            response = client.post(path, json.dumps(body), content_type="application/json", headers=using)
+        documented = operation(schema, operation_id)["responses"][str(response.status_code)]
+        jsonschema.validate(response.json(), as_json_schema(documented["content"]["application/json"]["schema"]))
+        return response
+
+    sent = call("send_task", "/api/v1/tasks", {"alias": "coder", "task": "t", "client_request_id": "k"})
+    task_id = sent.json()["task_id"]
+    answers = [
+        sent,
+        call("send_task", "/api/v1/tasks", {"alias": "coder", "task": "t", "client_request_id": "k"}),
+        call("get_task", f"/api/v1/tasks/{task_id}"),
+        call("list_tasks", "/api/v1/tasks"),
+        call("get_all_status", "/api/v1/sessions"),
+        call("get_session_status", "/api/v1/sessions/coder"),
+        call("get_inbox", "/api/v1/sessions/coder/inbox"),
+        call("report_completion", "/api/v1/completions", {"alias": "coder", "task": "other", "result": "r"}),
+        call("get_completions", "/api/v1/completions"),
+        call("cancel_task", f"/api/v1/tasks/{task_id}/cancel", {}),
+        call("cancel_task", f"/api/v1/tasks/{task_id}/cancel", {}),
+        call("list_tasks", "/api/v1/tasks", limit="abc"),
+        call("get_task", "/api/v1/tasks/missing"),
+        call("get_task", "/api/v1/tasks/missing", using={}),
+        call("broadcast", "/api/v1/broadcasts", {"message": "m"}, using={"Authorization": f"Bearer {viewer_raw}"}),
+    ]
+
+    assert [answer.status_code for answer in answers] == [
+        201,
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        201,
+        200,
+        200,
+        409,
+        400,
+        404,
+        401,
+        403,
+    ]
+
+
+# --- the docs page and the health check ----------------------------------------------------------
+
+
+def test_the_docs_page_loads_swagger_ui_from_local_static_files_only(client: Client) -> None:
+    response = client.get("/api/v1/docs")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert any(asset.endswith("swagger-ui-bundle.js") for asset in assets)
+    assert any(asset.endswith(".css") for asset in assets)
+    for asset in assets:
+        assert asset.startswith("/static/"), asset
+        assert finders.find(asset.removeprefix("/static/")), f"{asset} is not a static file of the project"
+    assert not re.search(r"https?://|//cdn|unpkg|jsdelivr", page)
+    assert '"/api/v1/schema"' in page
+
+
+def test_healthz_answers_ok_without_a_token_and_names_nothing_else(client: Client, headers: dict[str, str]) -> None:
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"ok": True, "database": "ok"}
+    assert b"coder" not in response.content

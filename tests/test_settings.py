@@ -1,0 +1,65 @@
+"""Settings come from the environment; a bad value stops start-up with a message naming it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_check(**env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "commhub.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "complaint"),
+    [
+        ("COMMHUB_OFFLINE_AFTER_SECONDS", "ten", "COMMHUB_OFFLINE_AFTER_SECONDS must be a whole number"),
+        ("COMMHUB_OFFLINE_AFTER_SECONDS", "0", "COMMHUB_OFFLINE_AFTER_SECONDS must be at least 1"),
+        ("COMMHUB_DEFAULT_TTL_SECONDS", "90000", "at most 86400"),
+        ("DATABASE_URL", "nosuchdb://x", "DATABASE_URL is not a usable database URL"),
+    ],
+)
+def test_bad_setting_stops_start_up_naming_it(variable, value, complaint):
+    result = run_check(**{variable: value})
+
+    assert result.returncode != 0
+    assert complaint in result.stderr
+
+
+def test_embedded_default_is_sqlite_in_wal_mode_with_immediate_transactions(settings):
+    if "DATABASE_URL" in os.environ:
+        pytest.skip("runs on the embedded default only")
+    options = settings.DATABASES["default"]["OPTIONS"]
+    assert settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    assert "journal_mode=WAL" in options["init_command"]
+    assert options["transaction_mode"] == "IMMEDIATE"
+    assert settings.CHANNEL_LAYERS["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
+
+
+def test_redis_url_switches_the_channel_layer_to_redis():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "commhub.settings", "REDIS_URL": "redis://127.0.0.1:6379/0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.strip() == "channels_redis.core.RedisChannelLayer", result.stderr
