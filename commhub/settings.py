@@ -14,6 +14,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from limits import parse as parse_rate_limit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -73,7 +74,7 @@ LOGOUT_REDIRECT_URL = "dashboard:login"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "commhub.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -171,6 +172,21 @@ COMMHUB_MAX_REQUEST_BYTES = _int_setting("COMMHUB_MAX_REQUEST_BYTES", 1_048_576,
 DATA_UPLOAD_MAX_MEMORY_SIZE = COMMHUB_MAX_REQUEST_BYTES
 # Browser origins allowed to call /mcp besides those on ALLOWED_HOSTS (e.g. an MCP Inspector page).
 COMMHUB_ALLOWED_ORIGINS = env.list("COMMHUB_ALLOWED_ORIGINS", default=[])
+
+# Writes (every tool that changes something) a token may make, in the `limits` notation
+# ("600/minute", "20/second"); "off" turns the limit off. Counted in Redis when REDIS_URL is set,
+# so every process shares one count, else in the process.
+COMMHUB_WRITE_RATE_LIMIT = env.str("COMMHUB_WRITE_RATE_LIMIT", default="600/minute")
+if COMMHUB_WRITE_RATE_LIMIT != "off":
+    try:
+        parse_rate_limit(COMMHUB_WRITE_RATE_LIMIT)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f'COMMHUB_WRITE_RATE_LIMIT must read like "600/minute" or be "off", got {COMMHUB_WRITE_RATE_LIMIT!r}'
+        ) from None
+COMMHUB_RATE_LIMIT_STORAGE = env.str("COMMHUB_RATE_LIMIT_STORAGE", default=REDIS_URL or "memory://")
+# Names this hub's counters in a shared Redis, apart from other hubs (or test runs) using it.
+COMMHUB_RATE_LIMIT_PREFIX = env.str("COMMHUB_RATE_LIMIT_PREFIX", default="commhub")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from commhub.errors import HubError, permission_denied
-from hub_agents.models import WRITE_ROLES
+from hub_agents.models import ADMIN_ROLES, WRITE_ROLES
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Actor:
 
     def can_write(self, network_id: str) -> bool:
         return self.roles.get(network_id) in WRITE_ROLES
+
+    def can_administer(self, network_id: str) -> bool:
+        return self.roles.get(network_id) in ADMIN_ROLES
 
     def _check_member(self, network_id: str) -> None:
         if network_id not in self.roles:

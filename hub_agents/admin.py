@@ -1,35 +1,181 @@
+"""The admin: networks and their members, tokens, sessions, nodes and the audit log.
+
+Every change that the audit log records goes through the same service the CLI and the API use
+(network_create, membership_set, token_create, ...), so an admin click is audited like any call.
+"""
+
 from __future__ import annotations
 
-from django.contrib import admin
+from functools import partial
+from typing import Any
 
-from hub_agents.models import AgentSession, ApiToken, Membership, Network, Node
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from commhub import validate
+from commhub.errors import HubError
+from hub_agents.models import AgentSession, ApiToken, AuditEntry, Membership, Network, Node, Role
+from hub_agents.services import (
+    membership_remove,
+    membership_set,
+    network_create,
+    network_delete,
+    token_create,
+    token_revoke,
+)
+
+
+def actor_label(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
+
+
+def _checked(check: Any, field: str, value: Any) -> Any:
+    """A service's own validation, as a form error: the admin refuses what the API refuses."""
+    try:
+        return check(field, value)
+    except HubError as refusal:
+        raise forms.ValidationError(refusal.error) from None
+
+
+class NetworkForm(forms.ModelForm):
+    class Meta:
+        model = Network
+        fields = ["name"]
+
+    def clean_name(self) -> str:
+        return _checked(validate.required_identifier, "name", self.cleaned_data["name"])
 
 
 @admin.register(Network)
 class NetworkAdmin(admin.ModelAdmin):
+    form = NetworkForm
     list_display = ["name", "id", "created_at"]
     search_fields = ["name", "id"]
+    readonly_fields = ["id", "created_at"]
     inlines = [MembershipInline]
+
+    def save_model(self, request: HttpRequest, obj: Network, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            obj.save()
+            return
+        created, _ = network_create(name=obj.name, by=actor_label(request))
+        obj.pk, obj.created_at = created.pk, created.created_at
+        obj._state.adding = False
+
+    def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: BaseInlineFormSet, change: bool):
+        if formset.model is not Membership:
+            return super().save_formset(request, form, formset, change)
+        network, by = form.instance, actor_label(request)
+        memberships = formset.save(commit=False)
+        for membership in formset.deleted_objects:
+            membership_remove(user=membership.user, network=network, by=by)
+        for membership in memberships:
+            saved = membership_set(user=membership.user, network=network, role=membership.role, by=by)
+            membership.pk = saved.pk
+        return None
+
+    def delete_model(self, request: HttpRequest, obj: Network) -> None:
+        network_delete(network=obj, by=actor_label(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Network]) -> None:
+        for network in queryset:
+            network_delete(network=network, by=actor_label(request))
+
+
+class TokenCreationForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["name", "network", "role", "user"]
+        help_texts = {
+            "network": "A network token acts in this network only, with the role below.",
+            "user": "Or: a user token, which acts as this user in each of the user's networks.",
+        }
+
+    def clean_name(self) -> str:
+        return _checked(partial(validate.text, max_len=200), "name", self.cleaned_data["name"])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        network, user = data.get("network"), data.get("user")
+        if (network is None) == (user is None):
+            raise forms.ValidationError("Choose a network (for a network token) or a user (for a user token).")
+        if network is not None and not data.get("role"):
+            data["role"] = Role.MEMBER
+        if user is not None and data.get("role"):
+            self.add_error("role", "A user token has the user's roles; leave the role empty.")
+        return data
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    # Tokens are made with `manage.py create_token`, which shows the raw value once; the admin
-    # shows only what identifies a token and can revoke it.
-    list_display = ["prefix", "name", "kind", "network", "user", "role", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["kind", "role", "revoked_at"]
-    search_fields = ["prefix", "name"]
-    readonly_fields = ["kind", "prefix", "network", "user", "role", "created_at", "last_used_at"]
-    exclude = ["digest"]
+    """Tokens are created here (the raw value is shown once) and revoked, never edited or deleted."""
 
-    def has_add_permission(self, request) -> bool:
-        return False
+    list_display = ["prefix", "name", "kind", "network", "user", "role", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["kind", "role", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["prefix", "name"]
+    readonly_fields = ["kind", "prefix", "network", "user", "role", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", *readonly_fields]
+    autocomplete_fields = ["network", "user"]
+    actions = ["revoke"]
+
+    def get_form(self, request: HttpRequest, obj: ApiToken | None = None, **kwargs: Any) -> type[forms.ModelForm]:
+        if obj is None:
+            kwargs["form"] = TokenCreationForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
+        return TokenCreationForm.Meta.fields if obj is None else self.fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            obj.save(update_fields=["name"])
+            return
+        data = form.cleaned_data
+        token, raw = token_create(
+            network=data["network"],
+            role=data.get("role") or None,
+            user=data["user"],
+            name=data["name"],
+            by=actor_label(request),
+        )
+        obj.pk, obj.prefix, obj.kind = token.pk, token.prefix, token.kind
+        obj._state.adding = False
+        request._commhub_raw_token = raw  # shown by response_add, once, and stored nowhere
+
+    def response_add(self, request: HttpRequest, obj: ApiToken, post_url_continue: str | None = None) -> HttpResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "token": obj,
+            "raw": request._commhub_raw_token,
+            "title": "Token created",
+        }
+        response = TemplateResponse(request, "admin/hub_agents/apitoken/created.html", context)
+        response["Cache-Control"] = "no-store"  # the raw token must not stay in any cache
+        return response
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        revoked = sum(token_revoke(token=token, by=actor_label(request)) for token in queryset)
+        self.message_user(request, f"Revoked {revoked} token(s); they are refused from their next request.")
+
+    def has_delete_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
+        return False  # revoke instead: the row is the record of what the token did
 
 
 @admin.register(AgentSession)
@@ -43,3 +189,20 @@ class AgentSessionAdmin(admin.ModelAdmin):
 class NodeAdmin(admin.ModelAdmin):
     list_display = ["node_id", "node_name", "model", "runtime", "network", "last_seen_at"]
     search_fields = ["node_id", "node_name"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "action", "actor", "target", "network_name"]
+    list_filter = ["action", "network_name"]
+    search_fields = ["actor", "target", "network_id", "network_name"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AuditEntry | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AuditEntry | None = None) -> bool:
+        return False

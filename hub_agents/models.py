@@ -23,6 +23,7 @@ class Role(models.TextChoices):
 
 
 WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
+ADMIN_ROLES = frozenset({Role.OWNER, Role.ADMIN})  # may also read the network's audit log
 
 
 class Network(models.Model):
@@ -153,3 +154,36 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return self.node_name or self.node_id
+
+
+class AuditEntry(models.Model):
+    """Who did what to whom: written in the same transaction as the action, never holding a secret."""
+
+    class Action(models.TextChoices):
+        NETWORK_CREATED = "network.created"
+        NETWORK_DELETED = "network.deleted"
+        MEMBERSHIP_ADDED = "membership.added"
+        MEMBERSHIP_CHANGED = "membership.changed"
+        MEMBERSHIP_REMOVED = "membership.removed"
+        TOKEN_CREATED = "token.created"
+        TOKEN_REVOKED = "token.revoked"
+        TASK_RETRIED = "task.retried"
+        TASK_CANCELLED = "task.cancelled"
+        TASK_REASSIGNED = "task.reassigned"
+        BROADCAST_SENT = "broadcast.sent"
+
+    # Plain ids, not foreign keys: the record of a network's deletion outlives the network.
+    network_id = models.CharField(max_length=40)
+    network_name = models.CharField(max_length=200)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    actor = models.CharField(max_length=300, help_text='A user ("user:alice") or a token ("ntok_AbCd1234 (ci)").')
+    target = models.CharField(max_length=300)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name_plural = "audit entries"
+        indexes = [models.Index(fields=["network_id", "-created_at", "-id"], name="audit_network_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} by {self.actor}"

@@ -10,9 +10,10 @@ from django.db.models import Case, CharField, Count, F, QuerySet, Value, When
 from django.utils import timezone
 
 from commhub import validate
+from commhub.errors import permission_denied
 from commhub.formats import timestamp
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, SessionStatus
+from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import Completion, InboxMessage
 
@@ -112,3 +113,10 @@ def fleet(*, actor: Actor, network_id: str) -> dict[str, Any]:
     sessions = [{**row, "inbox_pending": pending.get(row["alias"], 0)} for row in listed["sessions"]]
     sessions.sort(key=lambda row: (row["status"] == SessionStatus.OFFLINE, row["alias"]))
     return {"sessions": sessions, "summary": listed["summary"]}
+
+
+def audit_list(*, actor: Actor, network_id: str) -> QuerySet[AuditEntry]:
+    """The network's audit log, newest first: for its owners and admins only."""
+    if not actor.can_administer(network_id):
+        raise permission_denied(f"Only owners and admins of network {network_id} may read its audit log.")
+    return AuditEntry.objects.filter(network_id=network_id).order_by("-created_at", "-id")

@@ -15,7 +15,17 @@ from commhub import validate
 from commhub.errors import HubError
 from commhub.events import EventType, HubEvent, publish
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, ApiToken, Membership, Network, Node, Role, SessionStatus
+from hub_agents.audit import SYSTEM, audit_record
+from hub_agents.models import (
+    AgentSession,
+    ApiToken,
+    AuditEntry,
+    Membership,
+    Network,
+    Node,
+    Role,
+    SessionStatus,
+)
 from hub_tasks.lifecycle import task_start_for_alias, tasks_expire_due
 from hub_tasks.models import InboxMessage
 
@@ -27,23 +37,79 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last-used write per t
 
 
 @transaction.atomic
-def network_create(*, name: str) -> tuple[Network, bool]:
+def network_create(*, name: str, by: str = SYSTEM) -> tuple[Network, bool]:
     """The network with this name, created if missing; the flag says whether it was created."""
     name = validate.required_identifier("name", name)
-    return Network.objects.get_or_create(name=name)
+    network, created = Network.objects.get_or_create(name=name)
+    if created:
+        audit_record(network_id=network.pk, action=AuditEntry.Action.NETWORK_CREATED, actor=by, target=network.name)
+    return network, created
 
 
 @transaction.atomic
-def membership_set(*, user: AbstractBaseUser, network: Network, role: str | None = None) -> Membership:
+def network_delete(*, network: Network, by: str) -> None:
+    """Delete the network and everything in it (members, tokens, sessions, tasks); the audit row stays."""
+    network = Network.objects.select_for_update().filter(pk=network.pk).first()
+    if network is None:
+        return
+    audit_record(
+        network_id=network.pk,
+        action=AuditEntry.Action.NETWORK_DELETED,
+        actor=by,
+        target=network.name,
+        tasks=network.tasks.count(),
+        members=network.memberships.count(),
+    )
+    network.delete()
+
+
+@transaction.atomic
+def membership_set(
+    *, user: AbstractBaseUser, network: Network, role: str | None = None, by: str = SYSTEM
+) -> Membership:
     """Add the user to the network, or change their role there when `role` is given."""
     role = validate.choice("role", role, Role.values)
     membership, created = Membership.objects.select_for_update().get_or_create(
         user=user, network=network, defaults={"role": role or Role.MEMBER}
     )
-    if not created and role is not None and membership.role != role:
+    target = f"user {user.get_username()}"
+    if created:
+        audit_record(
+            network_id=network.pk,
+            action=AuditEntry.Action.MEMBERSHIP_ADDED,
+            actor=by,
+            target=target,
+            role=membership.role,
+        )
+    elif role is not None and membership.role != role:
+        audit_record(
+            network_id=network.pk,
+            action=AuditEntry.Action.MEMBERSHIP_CHANGED,
+            actor=by,
+            target=target,
+            role=role,
+            previous_role=membership.role,
+        )
         membership.role = role
         membership.save(update_fields=["role"])
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, user: AbstractBaseUser, network: Network, by: str) -> bool:
+    """Take the user out of the network; their user tokens stop reaching it on the next request."""
+    membership = Membership.objects.select_for_update().filter(user=user, network=network).first()
+    if membership is None:
+        return False
+    audit_record(
+        network_id=network.pk,
+        action=AuditEntry.Action.MEMBERSHIP_REMOVED,
+        actor=by,
+        target=f"user {user.get_username()}",
+        role=membership.role,
+    )
+    membership.delete()
+    return True
 
 
 @transaction.atomic
@@ -53,10 +119,12 @@ def token_create(
     role: str | None = None,
     user: AbstractBaseUser | None = None,
     name: str = "",
+    by: str = SYSTEM,
 ) -> tuple[ApiToken, str]:
     """A network token (given `network`) or a user token (given `user`); returns it and its raw value."""
     if (network is None) == (user is None):
         raise HubError("invalid_argument", "A token belongs either to a network or to a user, not both or neither.")
+    name = validate.text("name", name, max_len=200) or ""
     kind = ApiToken.Kind.NETWORK if network is not None else ApiToken.Kind.USER
     raw = ApiToken.generate(kind)
     token = ApiToken.objects.create(
@@ -68,11 +136,39 @@ def token_create(
         role=(validate.choice("role", role, Role.values) or Role.MEMBER) if network is not None else "",
         user=user,
     )
+    for network_id in _token_networks(token):
+        audit_record(
+            network_id=network_id,
+            action=AuditEntry.Action.TOKEN_CREATED,
+            actor=by,
+            target=_token_target(token),
+            role=token.role or "as its user",
+        )
     return token, raw
 
 
-def token_revoke(*, token: ApiToken) -> None:
-    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+@transaction.atomic
+def token_revoke(*, token: ApiToken, by: str = SYSTEM) -> bool:
+    """Revoke the token; every process refuses it from its next request. False if it already was."""
+    revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    if revoked:
+        for network_id in _token_networks(token):
+            audit_record(
+                network_id=network_id, action=AuditEntry.Action.TOKEN_REVOKED, actor=by, target=_token_target(token)
+            )
+    return bool(revoked)
+
+
+def _token_networks(token: ApiToken) -> list[str]:
+    """Where a token's audit rows go: its network, or each network its user belongs to."""
+    if token.network_id is not None:
+        return [token.network_id]
+    return list(Membership.objects.filter(user_id=token.user_id).values_list("network_id", flat=True))
+
+
+def _token_target(token: ApiToken) -> str:
+    owner = f" of user {token.user.get_username()}" if token.user_id is not None else ""
+    return f"token {token.prefix}… ({token.name or 'unnamed'}){owner}"
 
 
 def token_authenticate(*, raw: str) -> Actor:
@@ -115,7 +211,7 @@ def actor_for_user(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
 def network_default_for(*, user: AbstractBaseUser) -> None:
     """A superuser who belongs to no network yet owns the "default" one: a fresh install just works."""
     if user.is_superuser and not Membership.objects.filter(user=user).exists():
-        network, _ = Network.objects.get_or_create(name="default")
+        network, _ = network_create(name="default")
         membership_set(user=user, network=network, role=Role.OWNER)
 
 

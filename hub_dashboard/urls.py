@@ -18,4 +18,5 @@ urlpatterns = [
     path("dispatch/", views.dispatch_page, name="dispatch"),
     path("broadcast/", views.broadcast_action, name="broadcast"),
     path("completions/", views.completions_page, name="completions"),
+    path("audit/", views.audit_page, name="audit"),
 ]

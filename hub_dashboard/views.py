@@ -17,13 +17,14 @@ from django.views.decorators.http import require_POST
 from commhub.errors import HubError
 from hub_agents.actors import Actor
 from hub_agents.models import Network, SessionStatus
-from hub_agents.selectors import fleet
+from hub_agents.selectors import audit_list, fleet
 from hub_agents.services import actor_for_user, network_default_for
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
 from hub_tasks.selectors import completion_hours, completion_list, task_family, task_page
 from hub_tasks.services import broadcast_send, task_cancel, task_reassign, task_retry, task_send
 
 TASKS_PER_PAGE = 50
+AUDIT_PER_PAGE = 100
 FRAGMENTS = frozenset({"fleet", "tasks", "task", "completions"})  # the pages' live regions
 
 
@@ -39,6 +40,7 @@ class Desk:
         request.session["network"] = self.network_id
         self.networks = networks
         self.can_write = self.network_id is not None and self.actor.can_write(self.network_id)
+        self.can_audit = self.network_id is not None and self.actor.can_administer(self.network_id)
 
     def context(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -46,6 +48,7 @@ class Desk:
             "network_id": self.network_id,
             "network_name": self.networks.get(self.network_id, ""),
             "can_write": self.can_write,
+            "can_audit": self.can_audit,
             **extra,
         }
 
@@ -223,6 +226,19 @@ def completions_page(request: HttpRequest) -> HttpResponse:
         "dashboard/completions.html",
         desk.context(completions=rows, chart=_chart(hours), section="completions"),
     )
+
+
+@login_required
+def audit_page(request: HttpRequest) -> HttpResponse:
+    desk = Desk(request)
+    if desk.network_id is None:
+        return render(request, "dashboard/no_network.html", desk.context())
+    try:
+        entries = audit_list(actor=desk.actor, network_id=desk.network_id)
+    except HubError as refusal:
+        return render(request, "dashboard/not_found.html", desk.context(message=refusal.message), status=403)
+    page = Paginator(entries, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "dashboard/audit.html", desk.context(page=page, section="audit"))
 
 
 def _whole_or_text(value: str) -> int | str | None:

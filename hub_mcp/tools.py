@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commhub.errors import HubError, invalid_argument
+from commhub.ratelimit import write_rate_check
 from hub_agents.actors import Actor
 from hub_agents.models import SessionStatus
 from hub_agents.selectors import session_get, session_list
@@ -98,6 +99,8 @@ class Tool:
         missing = [name for name in self.required if name not in arguments]
         if missing:
             raise invalid_argument(", ".join(missing), "is required")
+        if not self.read_only:
+            write_rate_check(actor)
         return self.service(actor=actor, **arguments)
 
     def call(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:

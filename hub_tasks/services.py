@@ -17,7 +17,8 @@ from commhub import validate
 from commhub.errors import HubError, task_not_found, task_terminal
 from commhub.events import EventType, HubEvent, publish
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, SessionStatus
+from hub_agents.audit import audit_record
+from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
 from hub_tasks.lifecycle import HUB, inbox_deliver, task_expire, task_transition, tasks_expire_due
@@ -353,6 +354,10 @@ def inbox_ack(*, actor: Actor, alias: object, message_id: object, response: obje
     return {"ok": True}
 
 
+def _audit_task(actor: Actor, task: Task, action: str, **detail: Any) -> None:
+    audit_record(network_id=task.network_id, action=action, actor=actor.label, target=f"task {task.task_id}", **detail)
+
+
 @transaction.atomic
 def task_retry(*, actor: Actor, task_id: object, from_session: object = None) -> dict[str, Any]:
     """retry_task: send a failed, expired or cancelled task again, same id, a fresh hour to live."""
@@ -388,6 +393,7 @@ def task_retry(*, actor: Actor, task_id: object, from_session: object = None) ->
         priority=task.priority,
         context=task.context,
     )
+    _audit_task(actor, task, AuditEntry.Action.TASK_RETRIED, to=task.to_name)
     return {"ok": True, "task_id": task.task_id, "retried_to": task.to_name, "message_id": row.id}
 
 
@@ -402,6 +408,7 @@ def task_cancel(*, actor: Actor, task_id: object, reason: object = None, from_se
         raise task_terminal(task.status, task_id=task.task_id, cancelled=False)
     detail = f"cancelled by {sender}" + (f": {reason}" if reason else "")
     task_transition(task, Move.CANCEL, TaskStatus.CANCELLED, actor=actor.label, now=now, detail=detail)
+    _audit_task(actor, task, AuditEntry.Action.TASK_CANCELLED, reason=reason or "")
     return {"ok": True, "task_id": task.task_id, "cancelled": True}
 
 
@@ -425,6 +432,7 @@ def task_reassign(*, actor: Actor, task_id: object, new_alias: object, from_sess
         fields=["to_name"],
         notify=[old_alias],
     )
+    _audit_task(actor, task, AuditEntry.Action.TASK_REASSIGNED, previous_alias=old_alias, to=new_alias)
     row = inbox_deliver(
         network_id=task.network_id,
         to_alias=new_alias,
@@ -549,4 +557,14 @@ def broadcast_send(
         ).id
         for alias in aliases
     ]
+    audit_record(
+        network_id=network,
+        action=AuditEntry.Action.BROADCAST_SENT,
+        actor=actor.label,
+        target=f"{len(ids)} online agents",
+        message=body[:200],
+        filter_server=server,
+        filter_status=status,
+        recipients=aliases[:100],
+    )
     return {"ok": True, "recipients": len(ids), "message_ids": ids}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -20,6 +21,8 @@ from hub_agents.services import (
 )
 
 ActorFactory = Callable[..., Actor]
+
+logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns a failure's output
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,7 @@ ERROR_SCHEMA = {
         "error": {"type": "string", "description": "A stable code: invalid_argument, task_not_found, …"},
         "message": {"type": "string", "description": "What went wrong and what to do next."},
         "field": {"type": "string", "description": "On invalid_argument: the argument at fault."},
+        "retry_after": {"type": "integer", "description": "On rate_limited: seconds to wait before writing again."},
     },
     "required": ["ok", "error", "message"],
 }
@@ -41,6 +42,7 @@ ERRORS = {
     409: "The object's state does not allow this (e.g. the task is terminal).",
     413: "The body is over the size limit.",
     415: "The body is not application/json.",
+    429: "Too many writes from this token; `retry_after` (and the Retry-After header) says when to try again.",
 }
 
 

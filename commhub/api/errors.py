@@ -30,7 +30,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, HubError):
         body = {**exc.as_result(), "error": exc.code}
         body.pop("code")
-        return Response(body, status=exc.status)
+        retry_after = exc.extra.get("retry_after")
+        return Response(body, status=exc.status, headers={"Retry-After": str(retry_after)} if retry_after else None)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     if not isinstance(exc, exceptions.APIException):

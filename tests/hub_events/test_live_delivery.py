@@ -114,6 +114,7 @@ def test_two_hundred_waiters_hold_no_database_connections(hub_server, agent_http
 
             async def one() -> dict[str, Any]:
                 reply = await client.get(f"{hub.url}/api/v1/sessions/coder/inbox", params={"wait_seconds": 60})
+                assert reply.status_code == 200, f"{reply.text}\n--- server log ---\n{hub.log.read_text()[-4000:]}"
                 return reply.json()
 
             waiting = [asyncio.create_task(one()) for _ in range(200)]

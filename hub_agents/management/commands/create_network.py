@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from commhub.errors import HubError
+from hub_agents.audit import CLI
 from hub_agents.services import network_create
 
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, name: str, **options: Any) -> None:
         try:
-            network, created = network_create(name=name)
+            network, created = network_create(name=name, by=CLI)
         except HubError as exc:
             raise CommandError(exc.message) from None
         self.stderr.write(f"{'Created' if created else 'Found'} network {network.name!r}.")

@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from commhub.errors import HubError
+from hub_agents.audit import CLI
 from hub_agents.models import Network, Role
 from hub_agents.services import membership_set, token_create, user_get_or_create
 
@@ -30,15 +31,15 @@ class Command(BaseCommand):
         try:
             found = self._network(network) if network is not None else None
             if user is None:
-                token, raw = token_create(network=found, role=role, name=name)
+                token, raw = token_create(network=found, role=role, name=name, by=CLI)
             else:
                 account = user_get_or_create(username=user)
                 if found is not None:
-                    membership = membership_set(user=account, network=found, role=role)
+                    membership = membership_set(user=account, network=found, role=role, by=CLI)
                     self.stderr.write(f"{account.get_username()} is {membership.role} in {found.name!r}.")
                 elif role is not None:
                     raise CommandError("--role for a user token needs --network: roles belong to memberships.")
-                token, raw = token_create(user=account, name=name)
+                token, raw = token_create(user=account, name=name, by=CLI)
         except HubError as exc:
             raise CommandError(exc.message) from None
         self.stderr.write(f"Token {token.prefix}… created; it is shown once, store it now.")

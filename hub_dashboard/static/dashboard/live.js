@@ -1,6 +1,12 @@
 // Live regions: on any event of the current network, re-render each [data-live] region from the
 // server (?fragment=<name>) and highlight what is new or changed. A dropped socket reconnects
 // with backoff and then refreshes, so nothing stays stale.
+
+// The network switcher submits on change (here, not inline: the pages' CSP allows no inline script).
+for (const select of document.querySelectorAll("form.switcher select")) {
+  select.addEventListener("change", () => select.form.submit());
+}
+
 (() => {
   const regions = () => document.querySelectorAll("[data-live]");
   if (!regions().length) return;
