@@ -44,9 +44,24 @@ def _dev_secret_key() -> str:
         return key
 
 
+# "production": served over HTTPS (directly or behind a TLS proxy), with its secret and host names
+# given explicitly; `manage.py check --deploy` passes. "dev" (default): a laptop, plain HTTP.
+COMMHUB_PROFILE = env.str("COMMHUB_PROFILE", default="dev")
+if COMMHUB_PROFILE not in ("dev", "production"):
+    raise ImproperlyConfigured(f'COMMHUB_PROFILE must be "dev" or "production", got {COMMHUB_PROFILE!r}')
+PRODUCTION = COMMHUB_PROFILE == "production"
+
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="") or _dev_secret_key()
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+SECRET_KEY = env.str("SECRET_KEY", default="") or ("" if PRODUCTION else _dev_secret_key())
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]"])
+if PRODUCTION:
+    for problem, wrong in [
+        ("DEBUG must be off", DEBUG),
+        ("SECRET_KEY must be set (every process and host needs the same one)", not SECRET_KEY),
+        ("ALLOWED_HOSTS must name the host names the hub is served under", not ALLOWED_HOSTS),
+    ]:
+        if wrong:
+            raise ImproperlyConfigured(f"COMMHUB_PROFILE=production: {problem}.")
 
 INSTALLED_APPS = [
     "daphne",
@@ -74,6 +89,7 @@ LOGOUT_REDIRECT_URL = "dashboard:login"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "commhub.security.content_security_policy",
     "commhub.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -223,9 +239,32 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# Headers every response carries; cookies are Secure and HSTS is on under the production profile.
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env.bool("COMMHUB_SSL_REDIRECT", default=True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+    SECURE_HSTS_SECONDS = _int_setting("COMMHUB_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("COMMHUB_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("COMMHUB_HSTS_PRELOAD", default=False)
+    if not SECURE_HSTS_PRELOAD:
+        # Joining browsers' preload list is hard to undo: the domain owner's decision, not a default.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+    if env.bool("COMMHUB_BEHIND_TLS_PROXY", default=False):
+        # Only behind a proxy that sets this header itself: a client could otherwise claim HTTPS.
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact_tokens": {"()": "commhub.security.RedactTokens"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }

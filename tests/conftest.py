@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 from django.db import connection
 
+from commhub import ratelimit
 from commhub.events import HubEvent, hub_event
 from hub_agents.actors import Actor
 from hub_agents.models import Network
@@ -32,6 +34,16 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     from django.conf import settings
 
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits(settings) -> Iterator[None]:
+    """Each test counts writes afresh: tokens' primary keys repeat across tests (and test runs
+    sharing one Redis), so a shared count would limit a test for what another one did."""
+    settings.COMMHUB_RATE_LIMIT_PREFIX = f"test-{uuid.uuid4().hex}"
+    ratelimit.reset()
+    yield
+    ratelimit.reset()
 
 
 @pytest.fixture

@@ -24,3 +24,22 @@ def test_a_logged_in_operator_sees_the_admin_index(hub_server, page_for, screens
     shot.unlink(missing_ok=True)
     page.screenshot(path=shot, full_page=True)
     assert shot.stat().st_size > 0
+
+
+@pytest.mark.parametrize("path", ["/api/v1/docs", "/admin/hub_agents/apitoken/add/", "/fleet/"])
+def test_pages_work_under_the_content_security_policy(hub_server, page_for, django_user_model, path):
+    hub = hub_server()
+    operator = django_user_model.objects.create_superuser("root", password="unused-in-tests")
+    page = page_for(hub, operator)
+    blocked = []
+    page.on("console", lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else 0)
+    page.on("pageerror", lambda error: blocked.append(str(error)))
+
+    response = page.goto(path)
+    page.wait_for_load_state("networkidle")
+
+    assert response is not None
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    if path == "/api/v1/docs":
+        page.locator(".opblock").first.wait_for(timeout=10_000)  # Swagger UI ran and drew the operations
+    assert blocked == []
