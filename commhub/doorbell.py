@@ -2,6 +2,8 @@
 
 A ring carries no data, so a full channel (the layer drops messages past its capacity) or a
 process that missed one costs a delay, never an event: readers page the event log by seq.
+A layer that fails (Redis down) degrades a doorbell to polling: `wait` then returns every few
+seconds so its reader looks again, and the next `renew` tries the layer again.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from channels.layers import get_channel_layer
 
 logger = logging.getLogger(__name__)
 RING = {"type": "feed.ring"}
+POLL_SECONDS = 2.0  # how often a reader looks again while the layer is down
 
 
 def feed_group(network_id: str, audience: str) -> str:
@@ -46,6 +49,7 @@ class Doorbell:
         self.groups = list(groups)
         self.layer = get_channel_layer()
         self.channel = ""
+        self.broken = False
 
     async def __aenter__(self) -> Doorbell:
         self.channel = await self.layer.new_channel()
@@ -53,17 +57,33 @@ class Doorbell:
         return self
 
     async def renew(self) -> None:
-        """(Re)join the groups: layers forget members after their group expiry."""
-        for group in self.groups:
-            await self.layer.group_add(group, self.channel)
+        """(Re)join the groups: layers forget members after their group expiry, or were down."""
+        try:
+            for group in self.groups:
+                await self.layer.group_add(group, self.channel)
+        except Exception:
+            self._broke("join")
+        else:
+            self.broken = False
 
     async def wait(self, seconds: float) -> bool:
-        """True if it rang within `seconds`."""
+        """True if it rang within `seconds` (or, while the layer is down, after a poll interval)."""
+        if self.broken:
+            await asyncio.sleep(max(min(seconds, POLL_SECONDS), 0))
+            return True
         try:
             await asyncio.wait_for(self.layer.receive(self.channel), timeout=max(seconds, 0))
         except TimeoutError:
             return False
+        except Exception:
+            self._broke("receive")
+            return await self.wait(seconds)
         return True
+
+    def _broke(self, what: str) -> None:
+        if not self.broken:
+            logger.warning("channel layer failed to %s; polling the event log until it is back", what, exc_info=True)
+        self.broken = True
 
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         for group in self.groups:

@@ -1,8 +1,9 @@
 """/ws/dashboard: every event of the signed-in operator's networks, as JSON frames.
 
-The connection joins each network's operators feed; a ring means "read the log after where you
-are". A periodic catch-up covers rings the layer dropped. Reconnecting clients pass where they
-were, `?after=net_a:120,net_b:7`, and get everything since.
+The connection listens on a doorbell (commhub.doorbell) for each network's operators feed; a ring
+means "read the log after where you are". A periodic catch-up covers rings the layer dropped, and
+a layer that is down (Redis) degrades the socket to polling instead of closing it. Reconnecting
+clients pass where they were, `?after=net_a:120,net_b:7`, and get everything since.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from commhub.doorbell import feed_group
+from commhub.doorbell import Doorbell, feed_group
 from commhub.waiting import in_pool
 from hub_agents.models import Membership
 from hub_events.models import OPERATORS
@@ -27,6 +29,10 @@ logger = logging.getLogger(__name__)
 
 
 class DashboardConsumer(AsyncJsonWebsocketConsumer):
+    # No channel of the consumer's own: Channels would end the socket when the layer fails. The
+    # watcher task's doorbell survives that.
+    channel_layer_alias = None
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -43,23 +49,16 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
                 if network_id in asked
                 else await in_pool(lambda n=network_id: events_position(network_id=n))
             )
-        self.groups = [feed_group(network_id, OPERATORS) for network_id in self.positions]
-        for group in self.groups:
-            await self.channel_layer.group_add(group, self.channel_name)
         self.lock = asyncio.Lock()
+        bell = await Doorbell(feed_group(network_id, OPERATORS) for network_id in self.positions).__aenter__()
         await self.accept()
         await self.send_json({"type": "hello", "positions": self.positions})
         await self.catch_up()
-        self.ticker = asyncio.create_task(self._tick())
+        self.watcher = asyncio.create_task(self._watch(bell))
 
     async def disconnect(self, code: int) -> None:
-        if hasattr(self, "ticker"):
-            self.ticker.cancel()
-        for group in getattr(self, "groups", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def feed_ring(self, message: dict[str, Any]) -> None:
-        await self.catch_up()
+        if hasattr(self, "watcher"):
+            self.watcher.cancel()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         pass  # operators act through the dashboard's forms and the API, not this socket
@@ -78,20 +77,26 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
                     if len(frames) < PAGE:
                         break
 
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(CATCH_UP_SECONDS)
-            try:
-                if not await in_pool(self._still_allowed):
-                    await self.close(code=4403)  # deactivated, or removed from a network it watches
-                    return
-                for group in self.groups:  # layers forget members after their group expiry
-                    await self.channel_layer.group_add(group, self.channel_name)
-                for network_id in self.positions:
-                    await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
-                await self.catch_up()
-            except Exception:  # a passing database or layer fault must not end the catch-ups
-                logger.exception("dashboard catch-up failed; retrying on the next tick")
+    async def _watch(self, bell: Doorbell) -> None:
+        """Catch up on every ring; every CATCH_UP_SECONDS also re-check the user and the layer."""
+        next_check = time.monotonic() + CATCH_UP_SECONDS
+        try:
+            while True:
+                await bell.wait(next_check - time.monotonic())
+                try:
+                    if time.monotonic() >= next_check:
+                        next_check = time.monotonic() + CATCH_UP_SECONDS
+                        if not await in_pool(self._still_allowed):
+                            await self.close(code=4403)  # deactivated, or removed from a network it watches
+                            return
+                        await bell.renew()  # layers forget members after their group expiry
+                        for network_id in self.positions:
+                            await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
+                    await self.catch_up()
+                except Exception:  # a passing database fault must not end the catch-ups
+                    logger.exception("dashboard catch-up failed; retrying on the next ring or check")
+        finally:
+            await bell.__aexit__(None, None, None)
 
     def _still_allowed(self) -> bool:
         user = self.scope["user"]
