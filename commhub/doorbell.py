@@ -67,9 +67,10 @@ class Doorbell:
             self.broken = False
 
     async def wait(self, seconds: float) -> bool:
-        """True if it rang within `seconds` (or, while the layer is down, after a poll interval)."""
+        """True if it rang within `seconds`; while the layer is down, True after a poll interval."""
         if self.broken:
             await asyncio.sleep(max(min(seconds, POLL_SECONDS), 0))
+            await self.renew()  # try the layer again: a passing fault costs one interval, no more
             return True
         try:
             await asyncio.wait_for(self.layer.receive(self.channel), timeout=max(seconds, 0))
@@ -77,7 +78,7 @@ class Doorbell:
             return False
         except Exception:
             self._broke("receive")
-            return await self.wait(seconds)
+            return True  # a ring may have been lost with the connection: look again now
         return True
 
     def _broke(self, what: str) -> None:

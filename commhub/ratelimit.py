@@ -38,12 +38,12 @@ def reset() -> None:
 
 def write_rate_check(actor: Actor) -> None:
     """Count one write for the actor; HubError("rate_limited", retry_after=N) past the limit."""
-    configured = _limit()
-    if configured is None:
-        return
-    item, limiter = configured
     identity = (settings.COMMHUB_RATE_LIMIT_PREFIX, "writes", actor.key)
     try:
+        configured = _limit()
+        if configured is None:
+            return
+        item, limiter = configured
         if limiter.hit(item, *identity):
             return
         reset_at = limiter.get_window_stats(item, *identity).reset_time

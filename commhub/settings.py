@@ -8,13 +8,14 @@ process at start-up with a message naming the variable.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
-from limits import parse as parse_rate_limit
+from limits.storage import SCHEMES as RATE_LIMIT_STORAGE_SCHEMES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -193,14 +194,18 @@ COMMHUB_ALLOWED_ORIGINS = env.list("COMMHUB_ALLOWED_ORIGINS", default=[])
 # ("600/minute", "20/second"); "off" turns the limit off. Counted in Redis when REDIS_URL is set,
 # so every process shares one count, else in the process.
 COMMHUB_WRITE_RATE_LIMIT = env.str("COMMHUB_WRITE_RATE_LIMIT", default="600/minute")
-if COMMHUB_WRITE_RATE_LIMIT != "off":
-    try:
-        parse_rate_limit(COMMHUB_WRITE_RATE_LIMIT)
-    except ValueError:
-        raise ImproperlyConfigured(
-            f'COMMHUB_WRITE_RATE_LIMIT must read like "600/minute" or be "off", got {COMMHUB_WRITE_RATE_LIMIT!r}'
-        ) from None
+_RATE = r"[1-9][0-9]*/(second|minute|hour|day)"
+if COMMHUB_WRITE_RATE_LIMIT != "off" and not re.fullmatch(_RATE, COMMHUB_WRITE_RATE_LIMIT):
+    raise ImproperlyConfigured(
+        'COMMHUB_WRITE_RATE_LIMIT must read like "600/minute" (a positive count per second, minute, hour or day)'
+        f' or be "off", got {COMMHUB_WRITE_RATE_LIMIT!r}'
+    )
 COMMHUB_RATE_LIMIT_STORAGE = env.str("COMMHUB_RATE_LIMIT_STORAGE", default=REDIS_URL or "memory://")
+if COMMHUB_RATE_LIMIT_STORAGE.partition("://")[0] not in RATE_LIMIT_STORAGE_SCHEMES:
+    raise ImproperlyConfigured(
+        f"COMMHUB_RATE_LIMIT_STORAGE must be a storage URI of the limits library (memory://, redis://…),"
+        f" got {COMMHUB_RATE_LIMIT_STORAGE!r}"
+    )
 # Names this hub's counters in a shared Redis, apart from other hubs (or test runs) using it.
 COMMHUB_RATE_LIMIT_PREFIX = env.str("COMMHUB_RATE_LIMIT_PREFIX", default="commhub")
 

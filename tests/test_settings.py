@@ -30,6 +30,12 @@ def run_check(**env: str) -> subprocess.CompletedProcess[str]:
         ("COMMHUB_OFFLINE_AFTER_SECONDS", "0", "COMMHUB_OFFLINE_AFTER_SECONDS must be at least 1"),
         ("COMMHUB_DEFAULT_TTL_SECONDS", "90000", "at most 86400"),
         ("DATABASE_URL", "nosuchdb://x", "DATABASE_URL is not a usable database URL"),
+        ("COMMHUB_WRITE_RATE_LIMIT", "lots", "COMMHUB_WRITE_RATE_LIMIT must read like"),
+        ("COMMHUB_WRITE_RATE_LIMIT", "600/fortnight", "COMMHUB_WRITE_RATE_LIMIT must read like"),
+        ("COMMHUB_WRITE_RATE_LIMIT", "0/minute", "COMMHUB_WRITE_RATE_LIMIT must read like"),
+        ("COMMHUB_WRITE_RATE_LIMIT", "600/minute;1/second", "COMMHUB_WRITE_RATE_LIMIT must read like"),
+        ("COMMHUB_RATE_LIMIT_STORAGE", "nosuch://x", "COMMHUB_RATE_LIMIT_STORAGE must be a storage URI"),
+        ("COMMHUB_PROFILE", "staging", "COMMHUB_PROFILE must be"),
     ],
 )
 def test_bad_setting_stops_start_up_naming_it(variable, value, complaint):
@@ -37,6 +43,13 @@ def test_bad_setting_stops_start_up_naming_it(variable, value, complaint):
 
     assert result.returncode != 0
     assert complaint in result.stderr
+
+
+@pytest.mark.parametrize("value", ["off", "20/second", "600/minute"])
+def test_write_rate_limit_accepts_off_and_the_limits_notation(value):
+    result = run_check(COMMHUB_WRITE_RATE_LIMIT=value)
+
+    assert result.returncode == 0, result.stderr
 
 
 def test_embedded_default_is_sqlite_in_wal_mode_with_immediate_transactions(settings):

@@ -72,9 +72,12 @@ class Agent:
         return reply.json()
 
     def mcp_inbox(self, hub: Hub, alias: str, **arguments: Any) -> dict[str, Any]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_inbox"}}
-        body["params"]["arguments"] = {"alias": alias, **arguments}
-        reply = httpx.post(f"{hub.url}/mcp", json=body, headers=self.headers, timeout=90)
+        return self.mcp(hub, "get_inbox", alias=alias, **arguments)
+
+    def mcp(self, hub: Hub, tool: str, *, client: httpx.Client | None = None, **arguments: Any) -> dict[str, Any]:
+        """tools/call on /mcp; the tool's result object."""
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        reply = (client or httpx).post(f"{hub.url}/mcp", json=body, headers=self.headers, timeout=90)
         assert reply.status_code == 200, reply.text
         return json.loads(reply.json()["result"]["content"][0]["text"])
 
