@@ -81,10 +81,19 @@ class NetworkAdmin(admin.ModelAdmin):
         memberships = formset.save(commit=False)
         for membership in formset.deleted_objects:
             membership_remove(user=membership.user, network=network, by=by)
+        for membership, changed in formset.changed_objects:
+            if "user" in changed:  # a row handed to another user: the previous one leaves
+                previous = Membership.objects.get(pk=membership.pk).user
+                membership_remove(user=previous, network=network, by=by)
         for membership in memberships:
             saved = membership_set(user=membership.user, network=network, role=membership.role, by=by)
             membership.pk = saved.pk
         return None
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, set[str], Any]:
+        # Tokens cannot be deleted one by one (they are revoked), but they go with their network.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, perms_needed - {ApiToken._meta.verbose_name}, protected
 
     def delete_model(self, request: HttpRequest, obj: Network) -> None:
         network_delete(network=obj, by=actor_label(request))

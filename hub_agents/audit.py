@@ -14,5 +14,5 @@ def audit_record(*, network_id: str, action: str, actor: str, target: str, **det
     """One audit row, in the caller's transaction: it commits, or rolls back, with the action."""
     name = Network.objects.filter(pk=network_id).values_list("name", flat=True).first() or ""
     return AuditEntry.objects.create(
-        network_id=network_id, network_name=name, action=action, actor=actor, target=target, detail=detail
+        network_id=network_id, network_name=name, action=action, actor=actor[:300], target=target[:500], detail=detail
     )

@@ -177,7 +177,7 @@ class AuditEntry(models.Model):
     network_name = models.CharField(max_length=200)
     action = models.CharField(max_length=32, choices=Action.choices)
     actor = models.CharField(max_length=300, help_text='A user ("user:alice") or a token ("ntok_AbCd1234 (ci)").')
-    target = models.CharField(max_length=300)
+    target = models.CharField(max_length=500)
     detail = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 

@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 ('network_name', models.CharField(max_length=200)),
                 ('action', models.CharField(choices=[('network.created', 'Network Created'), ('network.deleted', 'Network Deleted'), ('membership.added', 'Membership Added'), ('membership.changed', 'Membership Changed'), ('membership.removed', 'Membership Removed'), ('token.created', 'Token Created'), ('token.revoked', 'Token Revoked'), ('task.retried', 'Task Retried'), ('task.cancelled', 'Task Cancelled'), ('task.reassigned', 'Task Reassigned'), ('broadcast.sent', 'Broadcast Sent')], max_length=32)),
                 ('actor', models.CharField(help_text='A user ("user:alice") or a token ("ntok_AbCd1234 (ci)").', max_length=300)),
-                ('target', models.CharField(max_length=300)),
+                ('target', models.CharField(max_length=500)),
                 ('detail', models.JSONField(blank=True, default=dict)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
             ],
