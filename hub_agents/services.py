@@ -282,8 +282,10 @@ def session_report(
     network = actor.writable_network(validate.identifier("network_id", network_id))
     now = timezone.now()
 
-    # Lock order everywhere: the alias's sessions, then tasks (completion_report does the same).
-    session_lock(network_id=network, alias=alias)
+    # Lock order everywhere: sessions in key order, then tasks (completion_report does the same).
+    # This session's own row is locked with the alias's, in one ordered pass: two agents swapping
+    # aliases would otherwise each hold the row the other waits for.
+    session_lock(network_id=network, alias=alias, resume_id=resume_id)
     # A restarted agent comes back with a new resume_id: its old rows under the alias are orphans.
     AgentSession.objects.filter(network_id=network, alias=alias).exclude(resume_id=resume_id).delete()
     session = AgentSession.objects.select_for_update().filter(network_id=network, resume_id=resume_id).first()
@@ -338,11 +340,11 @@ def _node_upsert(
         node.save(update_fields=["model", "node_name", "runtime", "last_seen_at"])
 
 
-def session_lock(*, network_id: str, alias: str) -> None:
-    """Lock the alias's sessions, in key order: the first lock a session-touching write takes."""
-    list(
-        AgentSession.objects.select_for_update().filter(network_id=network_id, alias=alias).order_by("pk").values("pk")
-    )
+def session_lock(*, network_id: str, alias: str, resume_id: str | None = None) -> None:
+    """Lock the alias's sessions (and the session `resume_id`, wherever its alias), in key order:
+    the first lock a session-touching write takes."""
+    mine = Q(alias=alias) | Q(resume_id=resume_id) if resume_id is not None else Q(alias=alias)
+    list(AgentSession.objects.select_for_update().filter(mine, network_id=network_id).order_by("pk").values("pk"))
 
 
 def session_touch(*, network_id: str, alias: str) -> None:

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from commhub.events import EventType, HubEvent, publish
+from commhub.formats import timestamp
 from hub_tasks.models import TERMINAL, TRANSITIONS, InboxMessage, Move, Priority, Task, TaskEvent, TaskStatus
 
 HUB = "hub"
@@ -134,14 +135,15 @@ def inbox_deliver(
 
 def task_expire(task: Task, *, now: datetime) -> None:
     """Expire a locked, overdue task and tell its sender, in their inbox and live."""
-    ttl = round((task.expires_at - (task.delivered_at or task.created_at)).total_seconds())
-    task_transition(task, Move.EXPIRE, TaskStatus.EXPIRED, actor=HUB, now=now, detail=f"not picked up within {ttl}s")
+    # Named by its deadline, not a wait: a reassign re-delivers a task but keeps its deadline.
+    missed = f"not done by its deadline {timestamp(task.expires_at)}"
+    task_transition(task, Move.EXPIRE, TaskStatus.EXPIRED, actor=HUB, now=now, detail=missed)
     excerpt = task.content if len(task.content) <= 200 else f"{task.content[:200]}…"
     notice = inbox_deliver(
         network_id=task.network_id,
         to_alias=task.from_name,
         type=InboxMessage.Type.NOTICE,
-        content=f"Task {task.task_id} to {task.to_name} expired: not picked up within {ttl}s. "
+        content=f"Task {task.task_id} to {task.to_name} expired: {missed}. "
         f"Use retry_task to send it again. Task: {excerpt}",
         from_session=HUB,
         now=now,

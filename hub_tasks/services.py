@@ -514,12 +514,13 @@ def completion_report(
 
 
 def _match_completed_task(network: str, alias: str, task_ref: str) -> Task | None:
-    """The task a completion closes: by id first, else the latest open one with that content."""
-    mine = Task.objects.select_for_update().filter(network_id=network, to_name=alias)
+    """The task a completion closes: by id first (whoever it is addressed to now, as the contract
+    says), else the alias's latest open task with that content."""
+    tasks = Task.objects.select_for_update().filter(network_id=network)
     sources, _ = TRANSITIONS[Move.COMPLETE]
     return (
-        mine.filter(pk=task_ref).first()
-        or mine.filter(content=task_ref, status__in=sources).order_by("-created_at", "-pk").first()
+        tasks.filter(pk=task_ref).first()
+        or tasks.filter(to_name=alias, content=task_ref, status__in=sources).order_by("-created_at", "-pk").first()
     )
 
 

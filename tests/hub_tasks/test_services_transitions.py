@@ -393,6 +393,18 @@ def test_completion_by_content_closes_the_latest_open_task_of_that_alias(task_in
     assert statuses == {older: "delivered", newer: "replied", elsewhere: "delivered"}
 
 
+def test_completion_by_task_id_closes_the_task_whoever_it_is_addressed_to_now(agent):
+    # The contract matches task_id first, with no alias condition: an agent that finishes a task
+    # which was reassigned away meanwhile still closes it.
+    task_id = task_send(actor=agent, alias=CODER, task=CONTENT)["task_id"]
+    task_reassign(actor=agent, task_id=task_id, new_alias=OTHER)
+
+    done = completion_report(actor=agent, alias=CODER, task=task_id, result="finished anyway")
+
+    assert (done["task_id"], "warning" in done) == (task_id, False)
+    assert row(agent, task_id)["status"] == "replied"
+
+
 def test_completion_matching_no_task_is_still_recorded(agent):
     done = completion_report(actor=agent, alias=CODER, task="something nobody asked for", result="did it")
 
