@@ -60,8 +60,8 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         if hasattr(self, "watcher"):
             self.watcher.cancel()
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        pass  # operators act through the dashboard's forms and the API, not this socket
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        pass  # read-only: operators act through the dashboard's forms and the API; frames are ignored unread
 
     async def catch_up(self) -> None:
         async with self.lock:  # one reader at a time, so no frame goes out twice

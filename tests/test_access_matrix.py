@@ -1,0 +1,852 @@
+"""The access matrix, through the public surfaces: MCP (POST /mcp), REST (/api/v1/), the dashboard's
+forms, /ws/dashboard and /events/{alias}.
+
+1. A member of network A can neither read nor touch anything of network B: every tool, aimed at B's
+   objects (its task ids, message ids, aliases, network id), is refused or answers with A's data only,
+   and B's rows are exactly what they were.
+2. A viewer is refused every write, and nothing is written.
+
+Each refusal has a control: the same call by someone allowed (a member of B, a member of A) succeeds
+and shows B's secrets or changes the rows, so a refusal here is the rule at work, not a broken call.
+
+Speed: both networks are built once per class, not once per test. /mcp, the REST inbox, SSE and
+the websocket read in pool threads on connections of their own, so their class builds them
+committed (and flushes at the end, as a transactional test would); rows a test adds or changes
+there are put back after it. Everything else runs in the usual rolled-back transaction per test,
+over data built in a class-wide transaction that is rolled back at the end (Django's setUpTestData).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management import call_command
+from django.db import transaction
+from django.http import HttpResponse
+from django.test import AsyncClient, Client
+from django.urls import resolve
+
+from hub_agents.apis import urlpatterns as agent_urlpatterns
+from hub_agents.models import AgentSession, AuditEntry, Network, Node
+from hub_agents.services import membership_set, network_create, session_report, token_authenticate, token_create
+from hub_events.models import Event
+from hub_mcp.tools import TOOLS, TOOLS_BY_NAME
+from hub_tasks.apis import urlpatterns as task_urlpatterns
+from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
+from hub_tasks.services import completion_report, message_send, reply_send, task_cancel, task_send
+from tests.commhub.test_api_endpoints import assert_refused
+from tests.hub_mcp.test_endpoint_http import call
+
+API = "/api/v1/"
+SECRET = "B-SECRET"  # in every text of network B: none of it may reach a caller from A
+VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
+
+READ_TOOLS = {"get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task"}
+WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
+
+# Each tool's REST endpoint: method and path; {name} segments are taken out of the arguments.
+ROUTES: dict[str, tuple[str, str]] = {
+    "get_all_status": ("get", "sessions"),
+    "report_status": ("post", "sessions/report"),
+    "get_session_status": ("get", "sessions/{alias}"),  # alias "report" reaches GET sessions/report
+    "get_inbox": ("get", "sessions/{alias}/inbox"),
+    "ack_inbox": ("post", "sessions/{alias}/inbox/{message_id}/ack"),
+    "list_tasks": ("get", "tasks"),
+    "send_task": ("post", "tasks"),
+    "get_task": ("get", "tasks/{task_id}"),
+    "send_ack": ("post", "tasks/{task_id}/ack"),
+    "retry_task": ("post", "tasks/{task_id}/retry"),
+    "cancel_task": ("post", "tasks/{task_id}/cancel"),
+    "reassign_task": ("post", "tasks/{task_id}/reassign"),
+    "send_message": ("post", "messages"),
+    "send_reply": ("post", "replies"),
+    "broadcast": ("post", "broadcasts"),
+    "get_completions": ("get", "completions"),
+    "report_completion": ("post", "completions"),
+}
+
+# How each refusal reads: (REST status, the MCP result's `error` wording).
+REFUSALS: dict[str, tuple[int, str]] = {
+    "task_not_found": (404, "task not found"),
+    "message_not_found": (404, "message not found or not yours"),
+    "parent_task_not_found": (404, "parent task not found"),
+    "permission_denied": (403, "permission_denied"),
+    "network_token_required": (403, "network_token_required"),
+}
+
+
+# --- the two networks ------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    a: Network
+    b: Network
+    a_member: str  # raw tokens
+    a_viewer: str
+    b_member: str
+    mixed: str  # a user token: viewer in A, member in B
+    a_live: str  # delivered to a-coder, its task message pending in the inbox
+    a_cancelled: str
+    b_live: str  # delivered to b-coder and pending: any write aimed at it would change it
+    b_cancelled: str  # retryable
+    b_done: str  # replied, with a completion
+    b_message: str  # a plain message to b-coder
+    users: dict[str, AbstractBaseUser]
+
+    def value(self, template: Any) -> Any:
+        """Arguments are written with "@field" placeholders for this world's ids ("@a", "@b": networks)."""
+        if isinstance(template, dict):
+            return {key: self.value(item) for key, item in template.items()}
+        if isinstance(template, str) and template.startswith("@"):
+            found = getattr(self, template[1:])
+            return found.pk if isinstance(found, Network) else found
+        return template
+
+    def url(self, template: str) -> str:
+        return re.sub(r"@\w+", lambda match: self.value(match.group(0)), template)
+
+    def b_secrets(self, sent: Any = None) -> list[str]:
+        """Strings only B's data holds, less those the caller sent itself (a refusal may echo them)."""
+        echoed = sent if isinstance(sent, str) else json.dumps(sent or {})
+        ids = [
+            self.b.pk,
+            *Task.objects.filter(network=self.b).values_list("pk", flat=True),
+            *InboxMessage.objects.filter(network=self.b).values_list("pk", flat=True),
+            *Completion.objects.filter(network=self.b).values_list("pk", flat=True),
+            *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
+        ]
+        return [secret for secret in [SECRET, *ids] if secret not in echoed]
+
+
+def build_world() -> World:
+    a, b = network_create(name="alpha")[0], network_create(name="beta")[0]
+    a_member, a_viewer = (token_create(network=a, role=role, name=f"a-{role}")[1] for role in ("member", "viewer"))
+    b_member = token_create(network=b, role="member", name="b-member")[1]
+    a_agent, b_agent = token_authenticate(raw=a_member), token_authenticate(raw=b_member)
+
+    for alias in ("a-coder", "a-helper"):
+        session_report(actor=a_agent, resume_id=f"{alias}-resume", alias=alias, status="idle", hostname="a-host")
+    a_live = task_send(actor=a_agent, alias="a-coder", task="A live task", from_session="a-lead")["task_id"]
+    a_cancelled = task_send(actor=a_agent, alias="a-coder", task="A old task", from_session="a-lead")["task_id"]
+    task_cancel(actor=a_agent, task_id=a_cancelled)
+    message_send(actor=a_agent, alias="a-coder", message="A message")
+    completion_report(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
+
+    for alias in ("b-coder", "b-lead", "report"):
+        session_report(
+            actor=b_agent,
+            resume_id=f"{alias}-b-resume",
+            alias=alias,
+            status="working",
+            task=f"{SECRET} {alias} is busy",
+            output=f"{SECRET} output of {alias}",
+            server=f"{SECRET}-server",
+            hostname=f"{SECRET}-host",
+            node_id=f"{SECRET}-node",
+        )
+    b_live = task_send(
+        actor=b_agent, alias="b-coder", task=f"{SECRET} live task", context=f"{SECRET} context", from_session="b-lead"
+    )["task_id"]
+    b_cancelled = task_send(actor=b_agent, alias="b-coder", task=f"{SECRET} old task", from_session="b-lead")
+    task_cancel(actor=b_agent, task_id=b_cancelled["task_id"], reason=f"{SECRET} reason")
+    b_done = task_send(actor=b_agent, alias="b-coder", task=f"{SECRET} finished task", from_session="b-lead")
+    completion_report(actor=b_agent, alias="b-coder", task=b_done["task_id"], result=f"{SECRET} result")
+    b_message = message_send(actor=b_agent, alias="b-coder", message=f"{SECRET} message", from_session="b-lead")
+    reply_send(actor=b_agent, alias="b-lead", text=f"{SECRET} reply", from_session="b-coder")
+    message_send(actor=b_agent, alias="report", message=f"{SECRET} for the alias named report")
+
+    users = {}
+    roles_of = {
+        "a-operator": {a: "member"},
+        "a-watcher": {a: "viewer"},
+        "mixed": {a: "viewer", b: "member"},
+        "b-operator": {b: "member"},
+    }
+    for username, roles in roles_of.items():
+        users[username] = get_user_model().objects.create_user(username)  # no password: no slow hashing
+        for network, role in roles.items():
+            membership_set(user=users[username], network=network, role=role)
+    return World(
+        a=a,
+        b=b,
+        a_member=a_member,
+        a_viewer=a_viewer,
+        b_member=b_member,
+        mixed=token_create(user=users["mixed"])[1],
+        a_live=a_live,
+        a_cancelled=a_cancelled,
+        b_live=b_live,
+        b_cancelled=b_cancelled["task_id"],
+        b_done=b_done["task_id"],
+        b_message=b_message["message_id"],
+        users=users,
+    )
+
+
+ROW_MODELS: dict[str, tuple[Any, str]] = {
+    "sessions": (AgentSession, "network_id"),
+    "nodes": (Node, "network_id"),
+    "tasks": (Task, "network_id"),
+    "task_events": (TaskEvent, "task__network_id"),
+    "inbox": (InboxMessage, "network_id"),
+    "completions": (Completion, "network_id"),
+    "events": (Event, "network_id"),
+    "audit": (AuditEntry, "network_id"),
+}
+
+
+def fingerprint(network_id: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every row a write could add or change, in one network or in all of them."""
+    found = {}
+    for name, (model, scope) in ROW_MODELS.items():
+        rows = model.objects.all() if network_id is None else model.objects.filter(**{scope: network_id})
+        found[name] = list(rows.order_by("pk").values())
+    return found
+
+
+# --- calling a tool over either transport ----------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    body: dict[str, Any]  # the tool's result object: REST body, or MCP structuredContent
+    response: HttpResponse | None = None  # REST only
+
+
+def rest_request(tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(method, path under /api/v1/, query or body) of the tool's endpoint."""
+    method, template = ROUTES[tool]
+    rest = dict(arguments)
+    path = re.sub(r"\{(\w+)\}", lambda match: quote(str(rest.pop(match.group(1))), safe=""), template)
+    return method, path, rest
+
+
+def invoke(client: Client, transport: str, token: str, tool: str, arguments: dict[str, Any]) -> Outcome:
+    if transport == "mcp":
+        result = call(client, tool, arguments, token=token)
+        assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+        assert result["isError"] is (not result["structuredContent"]["ok"])
+        return Outcome(result["structuredContent"])
+    method, path, rest = rest_request(tool, arguments)
+    headers = {"Authorization": f"Bearer {token}"}
+    if method == "get":
+        response = client.get(API + path, rest, headers=headers)
+    else:
+        response = client.post(API + path, json.dumps(rest), content_type="application/json", headers=headers)
+    assert response["Content-Type"].startswith("application/json"), response.content
+    return Outcome(response.json(), response)
+
+
+def assert_tool_refused(outcome: Outcome, code: str) -> dict[str, Any]:
+    status, wording = REFUSALS[code]
+    if outcome.response is not None:
+        return assert_refused(outcome.response, status, code)
+    body = outcome.body  # MCP: the contract's wording in `error`, the stable code beside it
+    assert body["ok"] is False, body
+    assert (body["code"], body["error"]) == (code, wording), body
+    assert isinstance(body["message"], str) and body["message"]
+    return body
+
+
+def assert_answered(outcome: Outcome) -> dict[str, Any]:
+    assert outcome.body["ok"] is True, outcome.body
+    assert outcome.response is None or outcome.response.status_code in (200, 201), outcome.body
+    return outcome.body
+
+
+def network_ids_in(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        if "network_id" in value:
+            yield value["network_id"]
+        for inner in value.values():
+            yield from network_ids_in(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from network_ids_in(inner)
+
+
+def leaked(world: World, answer: Any, sent: Any = None) -> list[str]:
+    dumped = answer if isinstance(answer, str) else json.dumps(answer)
+    return [secret for secret in world.b_secrets(sent) if secret in dumped]
+
+
+def committed(transport: str, tool: str) -> bool:
+    """Whether the call reads in a pool thread, on a connection of its own: /mcp and the REST inbox."""
+    return transport == "mcp" or tool == "get_inbox"
+
+
+def params(cases: dict[str, Any], transports: tuple[str, ...], *, needs_commit: bool) -> list[Any]:
+    """One test id per (transport, case), for the class whose data suits the transport."""
+    found = []
+    for transport in transports:
+        for case_id, case in cases.items():
+            tool = case[0] if isinstance(case, tuple) else case_id
+            if committed(transport, tool) == needs_commit:
+                found.append(pytest.param(transport, case_id, id=f"{transport}-{case_id}"))
+    return found
+
+
+# --- 1. a member of A, aimed at B: the cases -------------------------------------------------------
+
+# case id -> (tool, arguments, expected refusal code; None: answered, with nothing of B in it)
+CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    # reads scoped to the caller answer with A's data only
+    "get_all_status": ("get_all_status", {}, None),
+    "get_session_status-b_alias": ("get_session_status", {"alias": "b-coder"}, None),
+    "get_session_status-report": ("get_session_status", {"alias": "report"}, None),
+    "get_inbox-b_alias": ("get_inbox", {"alias": "b-coder"}, None),
+    "get_completions": ("get_completions", {}, None),
+    "get_completions-b_alias": ("get_completions", {"alias": "b-coder"}, None),
+    "list_tasks": ("list_tasks", {}, None),
+    "list_tasks-b_alias": ("list_tasks", {"alias": "b-coder", "from_name": "b-lead"}, None),
+    "get_task-b_live": ("get_task", {"task_id": "@b_live"}, "task_not_found"),
+    "get_task-b_done": ("get_task", {"task_id": "@b_done"}, "task_not_found"),
+    # reads naming B's network
+    "get_all_status-network_b": ("get_all_status", {"network_id": "@b"}, "permission_denied"),
+    "get_session_status-network_b": (
+        "get_session_status",
+        {"alias": "b-coder", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "get_inbox-network_b": ("get_inbox", {"alias": "b-coder", "network_id": "@b"}, "permission_denied"),
+    "get_completions-network_b": ("get_completions", {"network_id": "@b"}, "permission_denied"),
+    "list_tasks-network_b": ("list_tasks", {"network_id": "@b"}, "permission_denied"),
+    # writes aimed at B's network or objects
+    "report_status-network_b": (
+        "report_status",
+        {"resume_id": "b-coder-b-resume", "alias": "b-coder", "status": "idle", "task": "@b_live", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "report_status-b_resume_id": (  # B's resume id, alias and task, sent in A: B's session and task stay
+        "report_status",
+        {"resume_id": "b-coder-b-resume", "alias": "b-coder", "status": "working", "task": "@b_live"},
+        None,
+    ),
+    "report_completion-network_b": (
+        "report_completion",
+        {"alias": "b-coder", "task": "@b_live", "result": "stolen", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "report_completion-b_task": ("report_completion", {"alias": "b-coder", "task": "@b_live", "result": "x"}, None),
+    "ack_inbox-b_task_message": ("ack_inbox", {"alias": "b-coder", "message_id": "@b_live"}, "message_not_found"),
+    "ack_inbox-b_message": ("ack_inbox", {"alias": "b-coder", "message_id": "@b_message"}, "message_not_found"),
+    "send_task-network_b": (
+        "send_task",
+        {"alias": "b-coder", "task": "intrusion", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "send_task-b_parent": (
+        "send_task",
+        {"alias": "b-coder", "task": "intrusion", "parent_task_id": "@b_live"},
+        "parent_task_not_found",
+    ),
+    "send_message-network_b": (
+        "send_message",
+        {"alias": "b-coder", "message": "intrusion", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "send_reply-b_task": (
+        "send_reply",
+        {"alias": "b-lead", "text": "intrusion", "in_reply_to": "@b_live", "status": "failed"},
+        "task_not_found",
+    ),
+    "send_reply-b_message": (
+        "send_reply",
+        {"alias": "b-lead", "text": "intrusion", "in_reply_to": "@b_message"},
+        "task_not_found",
+    ),
+    "send_reply-network_b": (
+        "send_reply",
+        {"alias": "b-lead", "text": "intrusion", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "send_ack-b_live": ("send_ack", {"task_id": "@b_live"}, "task_not_found"),
+    "retry_task-b_cancelled": ("retry_task", {"task_id": "@b_cancelled"}, "task_not_found"),
+    "cancel_task-b_live": ("cancel_task", {"task_id": "@b_live", "reason": "intrusion"}, "task_not_found"),
+    "reassign_task-b_live": ("reassign_task", {"task_id": "@b_live", "new_alias": "b-lead"}, "task_not_found"),
+    "broadcast-network_b": ("broadcast", {"message": "intrusion", "network_id": "@b"}, "permission_denied"),
+    "broadcast": ("broadcast", {"message": "A only"}, None),
+}
+
+
+def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, Any], body: dict[str, Any]) -> None:
+    """An answered call holds A's rows and counts only: what B would add (rows, counts) is compared."""
+    a = world.a.pk
+    assert set(network_ids_in(body)) <= {a}, body
+    alias = arguments.get("alias")
+    sessions = AgentSession.objects.filter(network_id=a)
+    tasks = set(Task.objects.filter(network_id=a).values_list("pk", flat=True))
+    pending = InboxMessage.objects.filter(network_id=a, to_alias=alias or "", acked_at__isnull=True)
+    completions = Completion.objects.filter(network_id=a)
+    if alias:
+        completions = completions.filter(session_name=alias)
+    if tool == "get_all_status":
+        assert sorted(row["alias"] for row in body["sessions"]) == sorted(sessions.values_list("alias", flat=True))
+        assert sum(row["count"] for row in body["summary"]) == sessions.count()
+    elif tool == "get_session_status":
+        own = sessions.filter(alias=alias).values_list("alias", flat=True).first()
+        assert (body["session"] or {}).get("alias") == own
+        assert body["inbox_pending"] == pending.count()
+        assert {row["id"] for row in body["recent_completions"]} == set(completions.values_list("id", flat=True))
+    elif tool == "get_inbox":
+        assert {row["id"] for row in body["messages"]} == set(pending.values_list("id", flat=True))
+    elif tool == "get_completions":
+        assert {row["id"] for row in body["completions"]} == set(completions.values_list("id", flat=True))
+    elif tool == "list_tasks":
+        assert sum(row["count"] for row in body["stats"]) == len(tasks)
+        assert {row["task_id"] for row in body["tasks"]} <= tasks
+    elif tool == "report_status":  # a session of A's own; B's b-coder has messages waiting, A's none
+        assert body["inbox_count"] == pending.count()
+    elif tool == "report_completion":  # recorded in A, closing nothing: B's task is not A's
+        assert body["task_id"] is None
+    elif tool == "broadcast":
+        assert body["recipients"] == sessions.count()
+    else:
+        raise AssertionError(f"no check for an answered {tool}")
+
+
+def check_cross(client: Client, world: World, transport: str, case_id: str) -> None:
+    tool, template, refusal = CROSS[case_id]
+    arguments = world.value(template)
+    b_before = fingerprint(world.b.pk)
+
+    outcome = invoke(client, transport, world.a_member, tool, arguments)
+
+    if refusal is None:
+        assert_exactly_as_a_sees_it(world, tool, arguments, assert_answered(outcome))
+    else:
+        assert_tool_refused(outcome, refusal)
+    assert leaked(world, outcome.body, arguments) == []
+    assert fingerprint(world.b.pk) == b_before
+
+
+def check_cross_control(client: Client, world: World, transport: str, case_id: str) -> None:
+    """What A was refused is there to take: B's own member reads B's secrets or changes B's rows."""
+    tool, template, _ = CROSS[case_id]
+    arguments = world.value(template)
+    b_before = fingerprint(world.b.pk)
+
+    body = assert_answered(invoke(client, transport, world.b_member, tool, arguments))
+
+    if tool in READ_TOOLS:
+        assert leaked(world, body, arguments), body
+    else:
+        assert fingerprint(world.b.pk) != b_before
+
+
+# The dashboard, signed in as a member of A (or, for the control, of B): (method, path, form)
+DASHBOARD_CROSS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "task_page": ("get", "/tasks/@b_live/", {}),
+    "fleet-network_b": ("get", "/fleet/?network=@b", {}),
+    "tasks-network_b": ("get", "/tasks/?network=@b", {}),
+    "completions-network_b": ("get", "/completions/?network=@b", {}),
+    "retry": ("post", "/tasks/@b_cancelled/retry/", {}),
+    "cancel": ("post", "/tasks/@b_live/cancel/", {"reason": "intrusion"}),
+    "reassign": ("post", "/tasks/@b_live/reassign/", {"new_alias": "b-lead"}),
+    "dispatch-network_b": ("post", "/dispatch/?network=@b", {"alias": "b-coder", "task": "intrusion"}),
+    "dispatch-b_parent": ("post", "/dispatch/", {"alias": "b-coder", "task": "intrusion", "parent_task_id": "@b_live"}),
+    "broadcast-network_b": ("post", "/broadcast/?network=@b", {"message": "intrusion"}),
+}
+
+
+def browser_of(user: AbstractBaseUser) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def dashboard_request(world: World, user: str, case_id: str) -> tuple[Any, str]:
+    method, path, form = DASHBOARD_CROSS[case_id]
+    url, data = world.url(path), world.value(form)
+    browser = browser_of(world.users[user])
+    response = browser.get(url, follow=True) if method == "get" else browser.post(url, data, follow=True)
+    return response, url + json.dumps(data)
+
+
+# --- 2. a viewer may read and never write: the cases -----------------------------------------------
+
+# tool -> arguments a member of A may send, each of which changes something in A
+VIEWER_WRITES: dict[str, dict[str, Any]] = {
+    "report_status": {"resume_id": "a-coder-resume", "alias": "a-coder", "status": "working", "task": "@a_live"},
+    "report_completion": {"alias": "a-coder", "task": "@a_live", "result": "done by a viewer"},
+    "ack_inbox": {"alias": "a-coder", "message_id": "@a_live"},
+    "send_task": {"alias": "a-coder", "task": "from a viewer"},
+    "send_message": {"alias": "a-coder", "message": "from a viewer"},
+    "send_reply": {"alias": "a-lead", "text": "from a viewer", "in_reply_to": "@a_live"},
+    "send_ack": {"task_id": "@a_live"},
+    "retry_task": {"task_id": "@a_cancelled"},
+    "cancel_task": {"task_id": "@a_live", "reason": "a viewer wants it"},
+    "reassign_task": {"task_id": "@a_live", "new_alias": "a-helper"},
+    "broadcast": {"message": "from a viewer"},
+}
+VIEWER_READS: dict[str, dict[str, Any]] = {
+    "get_all_status": {},
+    "get_session_status": {"alias": "a-coder"},
+    "get_inbox": {"alias": "a-coder"},
+    "get_completions": {},
+    "list_tasks": {},
+    "get_task": {"task_id": "@a_live"},
+}
+VIEWERS = {
+    "viewer_token": "a_viewer",  # a network token with the viewer role
+    "mixed_user_token": "mixed",  # a user token of a viewer in A who is a member of B, naming A
+}
+
+
+def viewer_arguments(world: World, tool: str, viewer: str) -> dict[str, Any]:
+    arguments = world.value(VIEWER_WRITES[tool])
+    if viewer == "mixed_user_token" and "network_id" in TOOLS_BY_NAME[tool].params:
+        arguments["network_id"] = world.a.pk  # without it a user of two networks is asked to choose
+    return arguments
+
+
+def check_viewer_write(client: Client, world: World, transport: str, tool: str, viewer: str) -> None:
+    before = fingerprint()
+
+    outcome = invoke(client, transport, getattr(world, VIEWERS[viewer]), tool, viewer_arguments(world, tool, viewer))
+
+    if viewer == "mixed_user_token" and tool == "report_status":  # a user token may never heartbeat
+        assert_tool_refused(outcome, "network_token_required")
+    else:
+        assert assert_tool_refused(outcome, "permission_denied")["message"] == VIEWER_REFUSAL.format(world.a.pk)
+    assert fingerprint() == before
+
+
+def check_viewer_read(client: Client, world: World, transport: str, tool: str) -> None:
+    body = assert_answered(invoke(client, transport, world.a_viewer, tool, world.value(VIEWER_READS[tool])))
+    assert set(network_ids_in(body)) <= {world.a.pk}
+    assert "a-coder" in json.dumps(body) or world.a_live in json.dumps(body)  # A's data, for a viewer too
+
+
+# The dashboard's forms: (path, form)
+DASHBOARD_WRITES: dict[str, tuple[str, dict[str, str]]] = {
+    "retry": ("/tasks/@a_cancelled/retry/", {}),
+    "cancel": ("/tasks/@a_live/cancel/", {"reason": "a viewer wants it"}),
+    "reassign": ("/tasks/@a_live/reassign/", {"new_alias": "a-helper"}),
+    "dispatch": ("/dispatch/", {"alias": "a-coder", "task": "from a viewer", "priority": "high"}),
+    "broadcast": ("/broadcast/", {"message": "from a viewer"}),
+}
+
+
+def dashboard_post(world: World, user: str, action: str) -> Any:
+    path, form = DASHBOARD_WRITES[action]
+    browser = browser_of(world.users[user])
+    assert browser.get(f"/fleet/?network={world.a.pk}").status_code == 200  # acting in A
+    return browser.post(world.url(path), form, follow=True)
+
+
+def signed_in(user: AbstractBaseUser) -> list[tuple[bytes, bytes]]:
+    """The headers of a browser signed in as the user, for /ws/dashboard."""
+    cookie = browser_of(user).cookies[settings.SESSION_COOKIE_NAME].value
+    return [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()), (b"origin", b"http://localhost")]
+
+
+def websocket(headers: list[tuple[bytes, bytes]], query: str = "") -> WebsocketCommunicator:
+    from commhub.asgi import application
+
+    return WebsocketCommunicator(application, "/ws/dashboard" + query, headers=headers)
+
+
+async def frames_until_quiet(
+    socket: WebsocketCommunicator, quiet: float = 0.1, *, first: bool = False
+) -> list[dict[str, Any]]:
+    """The frames the socket sends until it is quiet; with `first`, at least one is awaited."""
+    frames = [await socket.receive_json_from(timeout=10)] if first else []
+    while not await socket.receive_nothing(timeout=quiet):
+        frames.append(await socket.receive_json_from())
+    return frames
+
+
+def command_frames(world: World, tool: str) -> list[Any]:
+    """Frames that look like a command to run `tool`, in the shapes a client might try."""
+    arguments = world.value(VIEWER_WRITES[tool])
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
+        {"type": tool, **arguments},
+        {"action": tool, "network_id": world.a.pk, "arguments": arguments},
+        [{"type": tool, **arguments}],
+    ]
+
+
+# --- the tests over committed data: /mcp, the REST inbox, SSE, the websocket -----------------------
+
+
+def rows_by_pk(model: Any) -> dict[Any, dict[str, Any]]:
+    return {row[model._meta.pk.attname]: row for row in model.objects.values()}
+
+
+@pytest.fixture(scope="class")
+def committed_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    with django_db_blocker.unblock():
+        try:
+            yield build_world()
+        finally:
+            call_command("flush", interactive=False, verbosity=0)  # as a transactional test leaves it
+
+
+class TestOverCommittedData:
+    @pytest.fixture
+    def db(self, committed_world: World, django_db_blocker: Any) -> Iterator[None]:
+        """pytest-django's `db` overridden: this class's data is committed, so no transaction per test
+        (and, asking for `db`, its tests still have pytest-django set the test database up). Rows a
+        test adds, changes or deletes are put back after it, so each test starts from the same world
+        even after a failure."""
+        with django_db_blocker.unblock():
+            before = {model: rows_by_pk(model) for model, _ in ROW_MODELS.values()}
+            yield
+            for model, rows in before.items():
+                now = rows_by_pk(model)
+                model.objects.exclude(pk__in=rows).delete()
+                for pk, row in rows.items():
+                    if pk not in now:
+                        model.objects.create(**row)
+                    elif now[pk] != row:
+                        model.objects.filter(pk=pk).update(**row)
+
+    @pytest.fixture
+    def live(self, db: None, committed_world: World) -> World:
+        return committed_world
+
+    @pytest.mark.parametrize(("transport", "case_id"), params(CROSS, ("mcp", "rest"), needs_commit=True))
+    def test_a_member_of_a_neither_reads_nor_touches_network_b(
+        self, client: Client, live: World, transport: str, case_id: str
+    ) -> None:
+        check_cross(client, live, transport, case_id)
+
+    @pytest.mark.parametrize(("transport", "case_id"), params(CROSS, ("rest",), needs_commit=True))
+    def test_control_a_member_of_b_makes_the_same_call_and_reaches_b(
+        self, client: Client, live: World, transport: str, case_id: str
+    ) -> None:
+        check_cross_control(client, live, transport, case_id)
+
+    @pytest.mark.parametrize("viewer", VIEWERS)
+    @pytest.mark.parametrize(("transport", "tool"), params(VIEWER_WRITES, ("mcp",), needs_commit=True))
+    def test_a_viewer_is_refused_every_write_and_nothing_is_written(
+        self, client: Client, live: World, transport: str, tool: str, viewer: str
+    ) -> None:
+        check_viewer_write(client, live, transport, tool, viewer)
+
+    @pytest.mark.parametrize(("transport", "tool"), params(VIEWER_READS, ("mcp", "rest"), needs_commit=True))
+    def test_a_viewer_token_still_reads(self, client: Client, live: World, transport: str, tool: str) -> None:
+        check_viewer_read(client, live, transport, tool)
+
+    @pytest.mark.parametrize("query", ["?network_id=@b", "?network_id=@b&last_event_id=0"])
+    def test_an_event_stream_of_network_b_is_refused(self, client: Client, live: World, query: str) -> None:
+        url = live.url("/events/b-coder" + query)
+
+        response = client.get(url, headers={"Authorization": f"Bearer {live.a_member}"})
+
+        assert_refused(response, 403, "permission_denied")
+        assert leaked(live, response.content.decode(), url) == []
+
+        async def control() -> tuple[int, bytes]:  # B's member opens the same stream: its first frame
+            stream = await AsyncClient().get(url, headers={"Authorization": f"Bearer {live.b_member}"})
+            first = await anext(aiter(stream.streaming_content))
+            await stream.streaming_content.aclose()
+            return stream.status_code, first
+
+        assert async_to_sync(control)() == (200, b"retry: 2000\n\n")
+
+    def test_the_websocket_of_a_member_of_a_replays_and_pushes_nothing_of_b(self, live: World) -> None:
+        b_agent = token_authenticate(raw=live.b_member)
+        everything = f"?after={live.b.pk}:0,{live.a.pk}:0"  # both ask to replay both networks from the start
+        a_operator, b_operator = signed_in(live.users["a-operator"]), signed_in(live.users["b-operator"])
+
+        async def scenario() -> tuple[Any, ...]:
+            mine, theirs = websocket(a_operator, everything), websocket(b_operator, everything)
+            assert (await mine.connect())[0] and (await theirs.connect())[0]
+            hello = await mine.receive_json_from()
+            replayed = await frames_until_quiet(mine, first=True)
+            assert (await theirs.receive_json_from())["type"] == "hello"
+            b_replayed = await frames_until_quiet(theirs, first=True)
+            await sync_to_async(task_send)(actor=b_agent, alias="b-coder", task=f"{SECRET} pushed live")
+            b_pushed = await frames_until_quiet(theirs, first=True)
+            pushed = await frames_until_quiet(mine)
+            await mine.disconnect()
+            await theirs.disconnect()
+            return hello, replayed + pushed, b_replayed, b_pushed
+
+        hello, frames, b_replayed, b_pushed = async_to_sync(scenario)()
+
+        assert hello == {"type": "hello", "positions": {live.a.pk: 0}}
+        assert frames, "A's own events are replayed"
+        assert {frame["network_id"] for frame in frames} == {live.a.pk}
+        assert leaked(live, frames) == []
+        # The control: the same replay and push reach a member of B, secrets and all.
+        assert leaked(live, b_replayed) and leaked(live, b_pushed)
+
+    @pytest.mark.parametrize("tool", VIEWER_WRITES)
+    def test_a_viewers_websocket_frames_change_nothing(self, live: World, tool: str) -> None:
+        """/ws/dashboard ignores what a client sends: a viewer's command frames write nothing and get
+        no answer, while the socket stays open and keeps pushing the network's events."""
+        member = token_authenticate(raw=live.a_member)
+        watcher = signed_in(live.users["a-watcher"])
+        before = fingerprint()
+
+        async def scenario() -> tuple[Any, ...]:
+            socket = websocket(watcher)
+            assert (await socket.connect())[0]
+            assert (await socket.receive_json_from())["type"] == "hello"
+            for frame in command_frames(live, tool):
+                await socket.send_json_to(frame)
+            answered = await frames_until_quiet(socket)
+            after_frames = await sync_to_async(fingerprint)()
+            # Still open and live: a member's write is pushed to it.
+            sent = await sync_to_async(task_send)(actor=member, alias="a-helper", task="pushed to the watcher")
+            pushed = await frames_until_quiet(socket, first=True)
+            await socket.disconnect()
+            return answered, after_frames, sent["task_id"], pushed
+
+        answered, after_frames, pushed_task, pushed = async_to_sync(scenario)()
+
+        assert answered == []
+        assert after_frames == before
+        assert pushed and all(frame["payload"]["task_id"] == pushed_task for frame in pushed), pushed
+
+
+# --- the tests in a rolled-back transaction each: REST, the dashboard ------------------------------
+
+
+@pytest.fixture(scope="class")
+def rolled_back_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            yield build_world()
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.mark.django_db
+class TestInRolledBackTransactions:
+    @pytest.fixture
+    def world(self, rolled_back_world: World) -> World:
+        return rolled_back_world
+
+    @pytest.mark.parametrize(("transport", "case_id"), params(CROSS, ("rest",), needs_commit=False))
+    def test_a_member_of_a_neither_reads_nor_touches_network_b(
+        self, client: Client, world: World, transport: str, case_id: str
+    ) -> None:
+        check_cross(client, world, transport, case_id)
+
+    @pytest.mark.parametrize(("transport", "case_id"), params(CROSS, ("rest",), needs_commit=False))
+    def test_control_a_member_of_b_makes_the_same_call_and_reaches_b(
+        self, client: Client, world: World, transport: str, case_id: str
+    ) -> None:
+        check_cross_control(client, world, transport, case_id)
+
+    @pytest.mark.parametrize("case_id", DASHBOARD_CROSS)
+    def test_the_dashboard_of_a_member_of_a_shows_and_touches_nothing_of_b(self, world: World, case_id: str) -> None:
+        b_before = fingerprint(world.b.pk)
+
+        response, sent = dashboard_request(world, "a-operator", case_id)
+
+        page = response.content.decode()
+        assert leaked(world, page, sent) == []
+        assert fingerprint(world.b.pk) == b_before
+        if case_id in ("task_page", "retry", "cancel", "reassign"):
+            assert response.status_code == 404 and "No task" in page
+        else:
+            assert response.status_code in (200, 400) and "a-operator" in page
+
+    @pytest.mark.parametrize("case_id", DASHBOARD_CROSS)
+    def test_control_the_dashboard_of_a_member_of_b_shows_or_changes_b(self, world: World, case_id: str) -> None:
+        b_before = fingerprint(world.b.pk)
+
+        response, sent = dashboard_request(world, "b-operator", case_id)
+
+        assert response.status_code == 200
+        if DASHBOARD_CROSS[case_id][0] == "get":
+            assert leaked(world, response.content.decode(), sent)
+        else:
+            assert fingerprint(world.b.pk) != b_before
+
+    @pytest.mark.parametrize("viewer", VIEWERS)
+    @pytest.mark.parametrize(("transport", "tool"), params(VIEWER_WRITES, ("rest",), needs_commit=False))
+    def test_a_viewer_is_refused_every_write_and_nothing_is_written(
+        self, client: Client, world: World, transport: str, tool: str, viewer: str
+    ) -> None:
+        check_viewer_write(client, world, transport, tool, viewer)
+
+    @pytest.mark.parametrize("tool", VIEWER_WRITES)
+    def test_control_a_member_of_a_makes_the_same_write_and_it_lands(
+        self, client: Client, world: World, tool: str
+    ) -> None:
+        before = fingerprint(world.a.pk)
+
+        assert_answered(invoke(client, "rest", world.a_member, tool, viewer_arguments(world, tool, "viewer_token")))
+
+        assert fingerprint(world.a.pk) != before
+
+    @pytest.mark.parametrize(("transport", "tool"), params(VIEWER_READS, ("rest",), needs_commit=False))
+    def test_a_viewer_token_still_reads(self, client: Client, world: World, transport: str, tool: str) -> None:
+        check_viewer_read(client, world, transport, tool)
+
+    @pytest.mark.parametrize("user", ["a-watcher", "mixed"])
+    @pytest.mark.parametrize("action", DASHBOARD_WRITES)
+    def test_a_viewer_is_refused_every_dashboard_form(self, world: World, action: str, user: str) -> None:
+        before = fingerprint()
+
+        response = dashboard_post(world, user, action)
+
+        page = response.content.decode()
+        assert response.status_code == (400 if action == "dispatch" else 200)
+        assert VIEWER_REFUSAL.format(world.a.pk) in page
+        assert not re.search(r"Task \w+ done\.|Broadcast to \d+ agents|Task sent to", page)
+        assert fingerprint() == before
+
+    @pytest.mark.parametrize("action", DASHBOARD_WRITES)
+    def test_control_a_member_of_a_sends_the_same_dashboard_form(self, world: World, action: str) -> None:
+        before = fingerprint(world.a.pk)
+
+        response = dashboard_post(world, "a-operator", action)
+
+        assert response.status_code == 200
+        assert "may read but not write" not in response.content.decode()
+        assert fingerprint(world.a.pk) != before
+
+
+# --- the matrix covers everything ------------------------------------------------------------------
+
+
+def covered_endpoints(calls: list[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
+    covered = set()
+    for tool, arguments in calls:
+        method, path, _ = rest_request(tool, arguments)
+        match = resolve(API + path)
+        covered.add((method, match.route.removeprefix(API.lstrip("/"))))
+    return covered
+
+
+def all_endpoints() -> set[tuple[str, str]]:
+    return {
+        (method, str(pattern.pattern))
+        for pattern in [*agent_urlpatterns, *task_urlpatterns]
+        for method in ("get", "post")
+        if hasattr(pattern.callback.cls, method)
+    }
+
+
+def test_the_matrix_covers_every_tool_and_every_endpoint() -> None:
+    assert len(TOOLS) == 17
+    assert set(ROUTES) == set(TOOLS_BY_NAME)
+    assert {tool for tool, _, _ in CROSS.values()} == set(TOOLS_BY_NAME)
+    assert READ_TOOLS == {tool.name for tool in TOOLS if tool.read_only} == set(VIEWER_READS)
+    assert set(VIEWER_WRITES) == WRITE_TOOLS and len(WRITE_TOOLS) == 11
+    assert covered_endpoints([(tool, arguments) for tool, arguments, _ in CROSS.values()]) == all_endpoints()
+    posts = {(method, route) for method, route in all_endpoints() if method == "post"}
+    assert covered_endpoints(list(VIEWER_WRITES.items())) == posts
