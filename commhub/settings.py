@@ -142,6 +142,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("TEST", {})["NAME"] = str(
         Path(tempfile.gettempdir()) / f"commhub-test-{os.getpid()}.sqlite3"
     )
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Under ASGI a request may run on a thread of its own, and persistent connections are kept per
+    # thread: they would pile up past PostgreSQL's max_connections. A pool per process bounds them
+    # (COMMHUB_DB_POOL_SIZE × processes ≤ max_connections); a request waits for a free connection.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 2,
+        "max_size": _int_setting("COMMHUB_DB_POOL_SIZE", 20, minimum=2),
+        "timeout": 10,
+    }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)

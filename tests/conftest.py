@@ -34,6 +34,9 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
     from django.conf import settings
 
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Nor a pool in the test process: its idle connections would keep the test database from
+    # being dropped. The hub processes the live tests start do use it.
+    settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
 
 
 @pytest.fixture(autouse=True)
