@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import platform
-import time
 from pathlib import Path
 
 from bench import calls, delivery, scale, setup
@@ -32,7 +32,7 @@ def main() -> None:
     args = parser.parse_args()
     phases = set(args.only or ["throughput", "delivery", "scale"])
 
-    print(f"commhub bench on {platform.node()}: {platform.processor() or platform.machine()}, {_cores()} cores")
+    print(f"commhub bench on {platform.node()}: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
     setup.recreate_database()
     setup.django_setup()
     fleet = setup.fleet(agents=100)
@@ -60,7 +60,7 @@ def main() -> None:
 
 async def throughput(hub: Server, echo: Server, classic: Server, fleet: setup.Fleet, seconds: float) -> list[Row]:
     url, headers = hub.url, calls.bearer(fleet.operator_token)
-    task_ids = await _seed(hub, fleet)
+    task_ids = _seed(fleet)
     rows = []
     for clients in CLIENTS:
         pending = _seed_acks(fleet, clients, per_client=max(4000 // clients, 200))
@@ -97,30 +97,15 @@ def _completion(client: int) -> dict[str, object]:
     return {"alias": f"done-{client}", "task": "work nobody sent", "result": "done", "score": 7}
 
 
-async def _seed(hub: Server, fleet: setup.Fleet) -> list[str]:
-    """Tasks for get_inbox, get_task and the agent loops: 5 in each inbox-N, 400 in each mix-N."""
-    headers = calls.bearer(fleet.operator_token)
-    targets = [f"inbox-{n}" for n in range(64) for _ in range(5)] + [f"mix-{n}" for n in range(64) for _ in range(60)]
-    sent: list[str] = []
-    queue = iter(targets)
+def _seed(fleet: setup.Fleet) -> list[str]:
+    """Tasks for get_inbox, get_task and the agent loops (5 in each inbox-N, 40 in each mix-N),
+    sent through the service layer in this process: seconds, where tool calls would take minutes."""
+    from hub_agents.services import token_authenticate
+    from hub_tasks.services import task_send
 
-    async def one(session, client: int) -> bool:
-        alias = next(queue)
-        result = await calls.tool(session, hub.url, "send_task", {"alias": alias, "task": f"seeded for {alias}"})
-        sent.append(result["task_id"])
-        return True
-
-    per = len(targets) // 16
-    await asyncio.gather(*(_repeat(one, per, headers) for _ in range(16)))
-    return sent
-
-
-async def _repeat(call, times: int, headers: dict[str, str]) -> None:
-    import aiohttp
-
-    async with aiohttp.ClientSession(headers=headers) as session:
-        for _ in range(times):
-            await call(session, 0)
+    operator = token_authenticate(raw=fleet.operator_token)
+    targets = [f"inbox-{n}" for n in range(64) for _ in range(5)] + [f"mix-{n}" for n in range(64) for _ in range(40)]
+    return [task_send(actor=operator, alias=alias, task=f"seeded for {alias}")["task_id"] for alias in targets]
 
 
 def _seed_acks(fleet: setup.Fleet, clients: int, *, per_client: int) -> dict[int, itertools.count]:
@@ -134,7 +119,7 @@ def _seed_acks(fleet: setup.Fleet, clients: int, *, per_client: int) -> dict[int
             type="message",
             content="ack me",
             from_session="bench",
-        )  # fmt: skip
+        )
         for client in range(clients)
         for _ in range(per_client)
     ]
@@ -145,12 +130,5 @@ def _seed_acks(fleet: setup.Fleet, clients: int, *, per_client: int) -> dict[int
     return {client: iter(found) for client, found in ids.items()}
 
 
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 0
-
-
 if __name__ == "__main__":
-    time.perf_counter()
     main()

@@ -16,12 +16,19 @@ from bench.server import Server
 from bench.setup import Fleet
 
 AGENTS = 100
-RATE = 100  # tasks a second
-SECONDS = 10
+RATES = (25, 100)  # tasks a second: well under this machine's send_task capacity, and the target's rate
+SECONDS = 8
 GRACE = 3  # after the last send, how long a frame may still arrive before it counts as lost
 
 
 async def run(hub: Server, fleet: Fleet) -> list[Row]:
+    rows = []
+    for rate in RATES:
+        rows += await _at_rate(hub, fleet, rate)
+    return rows
+
+
+async def _at_rate(hub: Server, fleet: Fleet, rate: int) -> list[Row]:
     sent: dict[str, float] = {}
     at_agent: dict[str, float] = {}
     at_operator: dict[str, float] = {}
@@ -52,7 +59,7 @@ async def run(hub: Server, fleet: Fleet) -> list[Row]:
                     at_operator.setdefault(frame["payload"]["content"], time.perf_counter())
 
     async def send(session: aiohttp.ClientSession, number: int) -> None:
-        content = f"deliver {number}"
+        content = f"deliver {rate}/s {number}"
         sent[content] = time.perf_counter()
         await calls.tool(session, hub.url, "send_task", {"alias": f"deliver-{number % AGENTS}", "task": content})
 
@@ -72,14 +79,14 @@ async def run(hub: Server, fleet: Fleet) -> list[Row]:
         await asyncio.sleep(1)
         sends = []
         start = time.perf_counter()
-        for number in range(RATE * SECONDS):
-            await asyncio.sleep(max(0.0, start + number / RATE - time.perf_counter()))
+        for number in range(rate * SECONDS):
+            await asyncio.sleep(max(0.0, start + number / rate - time.perf_counter()))
             sends.append(asyncio.create_task(send(sender, number)))
         await asyncio.gather(*sends)
         await asyncio.sleep(GRACE)
         for watcher in watchers:
             watcher.cancel()
-    label = f"{AGENTS} agents, {RATE} tasks/s"
+    label = f"{AGENTS} agents, {rate} tasks/s"
     return [
         _row(f"SSE new_task → agent ({label})", sent, at_agent),
         _row(f"websocket new_task → dashboard ({label})", sent, at_operator),

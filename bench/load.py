@@ -61,7 +61,7 @@ async def measure(
             while (now := time.perf_counter()) < deadline:
                 try:
                     ok = await call(session, number)
-                except (aiohttp.ClientError, asyncio.TimeoutError, KeyError, ValueError):
+                except (TimeoutError, aiohttp.ClientError, KeyError, ValueError):
                     ok = False
                 done = time.perf_counter()
                 if now >= counting_from:

@@ -9,3 +9,6 @@ from django.utils import timezone
 class Probe(models.Model):
     label = models.CharField(max_length=100)
     created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"probe {self.pk}"

@@ -39,4 +39,4 @@ def table(rows: list[Row], *, memory: tuple[list[float], list[float]]) -> str:
 
 
 def _ratio(value: float, base: float | None) -> str:
-    return f"{value / base:.2f}×" if base else ""
+    return f"{value / base:.2f}x" if base else ""

@@ -145,7 +145,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Under ASGI a request may run on a thread of its own, and persistent connections are kept per
     # thread: they would pile up past PostgreSQL's max_connections. A pool per process bounds them
-    # (COMMHUB_DB_POOL_SIZE × processes ≤ max_connections); a request waits for a free connection.
+    # (COMMHUB_DB_POOL_SIZE times processes within max_connections); a request waits for a free connection.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 2,

@@ -29,3 +29,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("hub_dashboard.urls")),
 ]
+
+handler500 = "commhub.api.errors.server_error"

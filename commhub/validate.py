@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -59,6 +60,19 @@ def required_identifier(field: str, value: object) -> str:
     return required_text(field, value, max_len=ID_MAX)
 
 
+_QUOTE = reprlib.Repr()
+_QUOTE.maxlevel, _QUOTE.maxstring, _QUOTE.maxother, _QUOTE.maxlist, _QUOTE.maxdict = 2, 80, 80, 5, 5
+
+
+def shown(value: object) -> str:
+    """A client's value quoted in an error message: bounded, however large or deeply nested."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return _QUOTE.repr(value)
+
+
 def number(field: str, value: object, *, low: float, high: float | None = None) -> float | None:
     if value is None:
         return None
@@ -68,7 +82,7 @@ def number(field: str, value: object, *, low: float, high: float | None = None) 
         raise invalid_argument(field, "must be a finite number")
     if value < low or (high is not None and value > high):
         bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
-        raise invalid_argument(field, f"must be {bound} (got {value:g})")
+        raise invalid_argument(field, f"must be {bound} (got {shown(value)})")
     return float(value)
 
 
@@ -80,7 +94,7 @@ def whole_number(field: str, value: object, *, low: int, high: int, default: int
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid_argument(field, f"must be a whole number, not {type(value).__name__}")
     if not low <= value <= high:
-        raise invalid_argument(field, f"must be between {low} and {high} (got {value})")
+        raise invalid_argument(field, f"must be between {low} and {high} (got {shown(value)})")
     return value
 
 
@@ -89,7 +103,7 @@ def choice(field: str, value: object, choices: Iterable[str], *, default: str | 
         return default
     allowed = list(choices)
     if value not in allowed:
-        raise invalid_argument(field, f"must be one of {', '.join(allowed)} (got {value!r})")
+        raise invalid_argument(field, f"must be one of {', '.join(allowed)} (got {shown(value)})")
     return str(value)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -92,13 +93,16 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
-    filters = {key: request.GET.get(key, "").strip() for key in ("status", "alias", "sender", "text")}
+    # NUL never matches stored text (writes refuse it), and PostgreSQL refuses it in a query.
+    filters = {
+        key: request.GET.get(key, "").replace("\x00", "").strip() for key in ("status", "alias", "sender", "text")
+    }
     if filters["status"] not in TaskStatus.values:
         filters["status"] = ""
     tasks, stats = task_page(actor=desk.actor, network_id=desk.network_id, **{k: v or None for k, v in filters.items()})
     page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     counts = {row["status"]: row["count"] for row in stats}
-    query = "&".join(f"{key}={value}" for key, value in filters.items() if value)
+    query = urlencode({key: value for key, value in filters.items() if value})
     return _page(
         request,
         "dashboard/tasks.html",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -65,3 +66,12 @@ def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
         },
         status=404,
     )
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """A bug's answer: JSON on the machine surfaces (/mcp, /api), Django's page elsewhere. Never
+    the exception itself; the log has it."""
+    if request.path.startswith(("/mcp", "/api/")):
+        message = "The hub failed on this request; it has been logged. Try again, or tell the operator."
+        return JsonResponse({"ok": False, "error": "internal_error", "message": message}, status=500)
+    return defaults.server_error(request)
