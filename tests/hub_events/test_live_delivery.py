@@ -56,9 +56,11 @@ def test_sse_connection_keeps_the_agent_online(hub_server, agent_http, network):
     AgentSession.objects.filter(alias="coder").update(last_seen_at="2020-01-01T00:00:00Z")
 
     stream = sse_events(hub, agent_http, "coder", last_event_id=events_position(network_id=network.id))
-    threading.Thread(target=lambda: agent_http.send_task(hub, "coder", "ping me"), daemon=True).start()
+    sender = threading.Thread(target=lambda: agent_http.send_task(hub, "coder", "ping me"), daemon=True)
+    sender.start()
     next(stream)
     stream.close()
+    sender.join(timeout=30)  # its answer arrives before the server is stopped
 
     assert AgentSession.objects.get(alias="coder").last_seen_at.year >= 2026
 
