@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import os
 import platform
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench import calls, delivery, scale, setup
@@ -110,7 +110,7 @@ def _seed(fleet: setup.Fleet) -> list[str]:
     return [task_send(actor=operator, alias=alias, task=f"seeded for {alias}")["task_id"] for alias in targets]
 
 
-def _seed_acks(fleet: setup.Fleet, clients: int, *, per_client: int) -> dict[int, itertools.count]:
+def _seed_acks(fleet: setup.Fleet, clients: int, *, per_client: int) -> dict[int, Iterator[str]]:
     """Messages for ack_inbox, written straight to the table: each client acks its own."""
     from hub_tasks.models import InboxMessage
 

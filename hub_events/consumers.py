@@ -86,17 +86,24 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
                 try:
                     if time.monotonic() >= next_check:
                         next_check = time.monotonic() + CATCH_UP_SECONDS
-                        if not await in_pool(self._still_allowed):
+                        if not await self._recheck(bell):
                             await self.close(code=4403)  # deactivated, or removed from a network it watches
                             return
-                        await bell.renew()  # layers forget members after their group expiry
-                        for network_id in self.positions:
-                            await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
                     await self.catch_up()
                 except Exception:  # a passing database fault must not end the catch-ups
                     logger.exception("dashboard catch-up failed; retrying on the next ring or check")
         finally:
             await bell.__aexit__(None, None, None)
+
+    async def _recheck(self, bell: Doorbell) -> bool:
+        """False if the user may no longer watch; else re-join the feeds (layers forget members
+        after their group expiry) and seal what a dead process left unsealed."""
+        if not await in_pool(self._still_allowed):
+            return False
+        await bell.renew()
+        for network_id in self.positions:
+            await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
+        return True
 
     def _still_allowed(self) -> bool:
         user = self.scope["user"]
