@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.test import Client
 from django.urls import reverse
@@ -373,7 +374,7 @@ def test_adding_changing_and_removing_members_through_the_inline_is_audited(staf
     AuditEntry.objects.all().delete()
 
     response = staff.post(
-        reverse("admin:hub_agents_network_change", args=[network.pk]),
+        reverse("admin:hub_agents_network_change", args=[quote(network.pk)]),
         {
             "name": "alpha",
             "_save": "Save",
@@ -409,7 +410,7 @@ def test_an_unchanged_inline_records_nothing(staff, network):
     before = AuditEntry.objects.count()
 
     response = staff.post(
-        reverse("admin:hub_agents_network_change", args=[network.pk]),
+        reverse("admin:hub_agents_network_change", args=[quote(network.pk)]),
         {
             "name": "alpha",
             "_save": "Save",
@@ -426,7 +427,7 @@ def test_changing_the_user_of_an_inline_row_replaces_the_member(staff, network):
     carols = membership_set(user=carol, network=network, role="admin")
 
     response = staff.post(
-        reverse("admin:hub_agents_network_change", args=[network.pk]),
+        reverse("admin:hub_agents_network_change", args=[quote(network.pk)]),
         {
             "name": "alpha",
             "_save": "Save",
@@ -462,7 +463,7 @@ def test_deleting_a_network_in_the_admin_keeps_its_audit_rows(staff, busy, how, 
     before = list(AuditEntry.objects.filter(network_id=network.pk).order_by("id").values())
 
     if how == "delete-view":
-        response = staff.post(reverse("admin:hub_agents_network_delete", args=[network.pk]), {"post": "yes"})
+        response = staff.post(reverse("admin:hub_agents_network_delete", args=[quote(network.pk)]), {"post": "yes"})
     else:
         response = staff.post(
             reverse("admin:hub_agents_network_changelist"),
@@ -547,7 +548,7 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         assert searched.status_code == 200, info
         first = model._default_manager.first()
         assert first is not None, info
-        change = staff.get(reverse("admin:{}_{}_change".format(*info), args=[first.pk]))
+        change = staff.get(reverse("admin:{}_{}_change".format(*info), args=[quote(first.pk)]))
         assert change.status_code == 200, info
 
 
