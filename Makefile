@@ -13,6 +13,8 @@ $(VENV)/.installed: requirements.txt
 
 setup: $(VENV)/.installed
 
+# Served by daphne through commhub.serving: daphne's own command line, its access lines logged
+# through the filter that redacts tokens (a raw token in a query string never reaches the terminal).
 run: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
@@ -24,7 +26,7 @@ run: setup
 	@echo "  connect Claude Code:           claude mcp add --transport http commhub http://127.0.0.1:$(PORT)/mcp --header \"Authorization: Bearer <token>\""
 	@echo "  an operator login:             $(PY) manage.py createsuperuser   (owns network 'default' on first login)"
 	@echo ""
-	exec $(PY) -m daphne --bind 127.0.0.1 --port $(PORT) commhub.asgi:application
+	exec $(PY) -m commhub.serving --bind 127.0.0.1 --port $(PORT) commhub.asgi:application
 
 test: setup
 	$(PY) -m pytest

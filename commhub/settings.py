@@ -186,6 +186,12 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # Agents that have not reported for this long read as "offline" everywhere.
 COMMHUB_OFFLINE_AFTER_SECONDS = _int_setting("COMMHUB_OFFLINE_AFTER_SECONDS", 600, minimum=1)
+# Open streams (SSE, the dashboard socket) re-check their caller this often, whatever their traffic:
+# a revoked token, a removed member or a logged-out session loses its stream within this time.
+COMMHUB_STREAM_RECHECK_SECONDS = _int_setting("COMMHUB_STREAM_RECHECK_SECONDS", 15, minimum=1)
+# A long-poll answered over SSE on /mcp (the client sent a progressToken) reports progress this
+# often: clients that reset their timeout on progress then outlast a wait longer than that timeout.
+COMMHUB_LONG_POLL_PROGRESS_SECONDS = _int_setting("COMMHUB_LONG_POLL_PROGRESS_SECONDS", 5, minimum=1)
 # send_task's default ttl_seconds when the caller gives none (the contract caps it at 86400).
 COMMHUB_DEFAULT_TTL_SECONDS = _int_setting("COMMHUB_DEFAULT_TTL_SECONDS", 3600, minimum=1)
 if COMMHUB_DEFAULT_TTL_SECONDS > 86400:
@@ -218,6 +224,24 @@ if COMMHUB_RATE_LIMIT_STORAGE.partition("://")[0] not in RATE_LIMIT_STORAGE_SCHE
     )
 # Names this hub's counters in a shared Redis, apart from other hubs (or test runs) using it.
 COMMHUB_RATE_LIMIT_PREFIX = env.str("COMMHUB_RATE_LIMIT_PREFIX", default="commhub")
+
+
+def _failure_limit(name: str, default: str) -> str:
+    value = env.str(name, default=default)
+    if value != "off" and not re.fullmatch(r"[1-9][0-9]*/([1-9][0-9]*)?(second|minute|hour|day)", value):
+        raise ImproperlyConfigured(
+            f'{name} must read like "10/15minute" (a positive count per [n] seconds, minutes, hours or days)'
+            f' or be "off", got {value!r}'
+        )
+    return value
+
+
+# Failed logins (dashboard, admin: anything that calls authenticate()) allowed per username and per
+# client address within a moving window; past either, even the right password is refused until the
+# window frees a slot. Counted in the same storage as the write limits.
+COMMHUB_LOGIN_FAILURE_LIMIT = _failure_limit("COMMHUB_LOGIN_FAILURE_LIMIT", "10/15minute")
+COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT = _failure_limit("COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT", "20/15minute")
+AUTHENTICATION_BACKENDS = ["commhub.login_guard.GuardedModelBackend"]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -6,8 +6,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from commhub.api.errors import api_not_found
 from commhub.health import healthz
+from commhub.login_guard import AdminLoginForm
 from hub_events.sse import event_stream
 from hub_mcp.views import mcp_endpoint, well_known_not_found
+
+# The admin's login goes through the failed-login guard like the dashboard's (commhub.login_guard).
+admin.site.login_form = AdminLoginForm
 
 api = [
     path("", include("hub_agents.apis")),

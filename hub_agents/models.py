@@ -171,9 +171,11 @@ class AuditEntry(models.Model):
         TASK_CANCELLED = "task.cancelled"
         TASK_REASSIGNED = "task.reassigned"
         BROADCAST_SENT = "broadcast.sent"
+        LOGIN_LOCKED = "login.locked"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.
-    network_id = models.CharField(max_length=40)
+    # Empty for what happens outside any network (a login lockout): superusers see it in the admin.
+    network_id = models.CharField(max_length=40, blank=True)
     network_name = models.CharField(max_length=200)
     action = models.CharField(max_length=32, choices=Action.choices)
     actor = models.CharField(max_length=300, help_text='A user ("user:alice") or a token ("ntok_AbCd1234 (ci)").')

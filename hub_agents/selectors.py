@@ -15,7 +15,7 @@ from commhub.formats import timestamp
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_tasks.lifecycle import tasks_expire_due
-from hub_tasks.models import Completion, InboxMessage
+from hub_tasks.models import Completion, InboxMessage, Task, TaskStatus
 
 SESSION_COLUMNS = (
     "resume_id", "alias", "status", "task", "output", "score", "progress", "server", "hostname",
@@ -110,9 +110,38 @@ def fleet(*, actor: Actor, network_id: str) -> dict[str, Any]:
         .values_list("to_alias")
         .annotate(count=Count("id"))
     )
-    sessions = [{**row, "inbox_pending": pending.get(row["alias"], 0)} for row in listed["sessions"]]
+    current = _current_tasks(network_id=network_id, sessions=listed["sessions"])
+    sessions = [
+        {**row, "inbox_pending": pending.get(row["alias"], 0), "current_task": current.get(row["resume_id"])}
+        for row in listed["sessions"]
+    ]
     sessions.sort(key=lambda row: (row["status"] == SessionStatus.OFFLINE, row["alias"]))
     return {"sessions": sessions, "summary": listed["summary"]}
+
+
+def _current_tasks(*, network_id: str, sessions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each session's current hub task, by resume_id: the task its status names by id, else its
+    alias's newest running one. `since` is when that task started (or was delivered): what
+    "stuck for how long" is measured from. Two queries for the whole fleet, not one per card."""
+    columns = ("task_id", "to_name", "content", "status", "created_at", "delivered_at", "started_at")
+    named = {row["task"] for row in sessions if row["task"]}
+    by_id = {row["task_id"]: row for row in Task.objects.filter(network_id=network_id, pk__in=named).values(*columns)}
+    running: dict[str, dict[str, Any]] = {}
+    for row in (
+        Task.objects.filter(
+            network_id=network_id, status=TaskStatus.RUNNING, to_name__in={s["alias"] for s in sessions}
+        )
+        .order_by("started_at")
+        .values(*columns)
+    ):
+        running[row["to_name"]] = row  # ascending, so the newest wins
+    current = {}
+    for session in sessions:
+        task = by_id.get(session["task"] or "") or running.get(session["alias"])
+        if task is not None:
+            since = task["started_at"] or task["delivered_at"] or task["created_at"]
+            current[session["resume_id"]] = {**task, "since": since}
+    return current
 
 
 def audit_list(*, actor: Actor, network_id: str) -> QuerySet[AuditEntry]:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any
 
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import get_user, get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -207,6 +210,31 @@ def actor_for_user(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
         network_bound=False,
         user_id=user.pk,
     )
+
+
+class _SessionView(dict[str, Any]):
+    """A stored session's data, for django.contrib.auth.get_user to judge without changing it: its
+    flush (stale hash) and cycle_key (hash under a fallback SECRET_KEY) are for the browser's own
+    next request to do; cycling the key from here would sign the browser out on a key rotation."""
+
+    def flush(self) -> None:
+        self.clear()
+
+    def cycle_key(self) -> None:
+        pass
+
+
+def session_actor(*, session_key: str | None) -> Actor | None:
+    """The actor a dashboard session still stands for, by Django's own test (`get_user`); None
+    once the session is gone (logout, expiry), its auth hash no longer matches the user's
+    (password changed) or the user was deactivated."""
+    if not session_key:
+        return None
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user = get_user(SimpleNamespace(session=_SessionView(store.items())))
+    if not user.is_authenticated or not user.is_active:
+        return None
+    return actor_for_user(user)
 
 
 @transaction.atomic

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,13 +22,26 @@ from hub_agents.actors import Actor
 from hub_agents.models import Network, SessionStatus
 from hub_agents.selectors import audit_list, fleet
 from hub_agents.services import actor_for_user, network_default_for
+from hub_dashboard.chart import bar_chart
+from hub_dashboard.wording import refusal_for_operator
+from hub_events.selectors import events_position
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
-from hub_tasks.selectors import completion_hours, completion_list, task_family, task_page
+from hub_tasks.selectors import completion_feed, completion_hours, task_family, task_page
 from hub_tasks.services import broadcast_send, task_cancel, task_reassign, task_retry, task_send
 
 TASKS_PER_PAGE = 50
 AUDIT_PER_PAGE = 100
 FRAGMENTS = frozenset({"fleet", "tasks", "task", "completions"})  # the pages' live regions
+# The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first, stalest first,
+# longest-running first: the order that finds a stuck agent at the top.
+STATUS_RANK = {status: rank for rank, status in enumerate(["error", "blocked", "waiting_input", "working", "idle"])}
+FLEET_SORTS = {
+    "status": lambda row: (STATUS_RANK.get(row["status"], len(STATUS_RANK)), row["alias"]),
+    "seen": lambda row: row["last_seen_at"] or "",
+    "age": lambda row: row["current_task"]["since"].isoformat() if row["current_task"] else None,
+}
+TASK_SORTS = frozenset({"status_since", "-status_since"})
+FAVICON = Path(__file__).resolve().parent / "static" / "dashboard" / "favicon.ico"
 
 
 class Desk:
@@ -42,6 +57,14 @@ class Desk:
         self.networks = networks
         self.can_write = self.network_id is not None and self.actor.can_write(self.network_id)
         self.can_audit = self.network_id is not None and self.actor.can_administer(self.network_id)
+        # Where the network's event log stood before this page read anything: the page's socket
+        # replays from here, so an event between this render and the socket's opening still
+        # reaches the page, and its first frame need not refresh what was just rendered.
+        self.position = (
+            events_position(network_id=self.network_id)
+            if self.network_id is not None and "fragment" not in request.GET
+            else None
+        )
 
     def context(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -50,16 +73,19 @@ class Desk:
             "network_name": self.networks.get(self.network_id, ""),
             "can_write": self.can_write,
             "can_audit": self.can_audit,
+            "live_after": f"{self.network_id}:{self.position}" if self.position is not None else "",
             **extra,
         }
 
 
 def _page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
-    # ?fragment=<name> renders only that live region, for the page script to swap in.
+    """A page with live regions. ?fragment=<name> renders only that region, for the page script
+    to swap in; with &only=<key> just that region's summary and the key's cards or rows."""
     fragment = request.GET.get("fragment")
     if fragment in FRAGMENTS:
-        return render(request, f"dashboard/_{fragment}.html", context)
-    return render(request, template, context)
+        part = "_part" if request.GET.get("only") and fragment in ("fleet", "tasks") else ""
+        return render(request, f"dashboard/_{fragment}{part}.html", context)
+    return render(request, template, {**context, "live": True})
 
 
 @login_required
@@ -73,16 +99,32 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
     listed = fleet(actor=desk.actor, network_id=desk.network_id)
-    for row in listed["sessions"]:
+    sessions = listed["sessions"]
+    for row in sessions:
         row["last_seen"] = _moment(row["last_seen_at"])
+    status = request.GET.get("status", "")
+    status = status if status in SessionStatus.values else ""
+    if status:
+        sessions = [row for row in sessions if row["status"] == status]
+    if only := request.GET.get("only"):  # a live update of one alias's cards
+        sessions = [row for row in sessions if row["alias"] == only]
+    view = "table" if request.GET.get("view") == "table" else "cards"
+    sort = request.GET.get("sort", "")
+    if sort.lstrip("-") in FLEET_SORTS:
+        sessions = _sorted(sessions, FLEET_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
+    else:
+        sort = ""
     counts = {row["status"]: row["count"] for row in listed["summary"]}
     return _page(
         request,
         "dashboard/fleet.html",
         desk.context(
-            sessions=listed["sessions"],
+            sessions=sessions,
             counts=[(status, status.replace("_", " "), counts.get(status, 0)) for status in SessionStatus.values],
             total=sum(counts.values()),
+            status=status,
+            view=view,
+            sort=sort,
             section="fleet",
         ),
     )
@@ -99,10 +141,16 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
     }
     if filters["status"] not in TaskStatus.values:
         filters["status"] = ""
-    tasks, stats = task_page(actor=desk.actor, network_id=desk.network_id, **{k: v or None for k, v in filters.items()})
+    sort = request.GET.get("sort", "")
+    sort = sort if sort in TASK_SORTS else ""
+    tasks, stats = task_page(
+        actor=desk.actor, network_id=desk.network_id, order=sort or None, **{k: v or None for k, v in filters.items()}
+    )
+    if only := request.GET.get("only"):  # a live update of one row: that task, if it is on this list
+        tasks = tasks.filter(pk=only)
     page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     counts = {row["status"]: row["count"] for row in stats}
-    query = urlencode({key: value for key, value in filters.items() if value})
+    query = urlencode({key: value for key, value in {**filters, "sort": sort}.items() if value})
     return _page(
         request,
         "dashboard/tasks.html",
@@ -112,6 +160,7 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
             query=query,
             counts=[(status, counts.get(status, 0)) for status in TaskStatus.values],
             statuses=TaskStatus.values,
+            sort=sort,
             section="tasks",
         ),
     )
@@ -137,6 +186,8 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
             can_cancel=actions[Move.CANCEL],
             can_reassign=actions[Move.REASSIGN],
             aliases=_aliases(desk),
+            # Just dispatched from the form: a banner inside the live region, so it follows the status.
+            sent=request.GET.get("sent") == "1",
             section="tasks",
         ),
     )
@@ -161,11 +212,19 @@ def task_action(request: HttpRequest, task_id: str, action: str) -> HttpResponse
         messages.error(request, f"Unknown action {action!r}.")
         return redirect("dashboard:task", task_id=task_id)
     try:
-        operation()
-        messages.success(request, f"Task {action} done.")
+        done = operation()
     except HubError as refusal:
-        messages.error(request, refusal.message)
+        messages.error(request, refusal_for_operator(refusal).text)
+    else:
+        messages.success(request, _DONE[action].format(**done))
     return redirect("dashboard:task", task_id=task_id)
+
+
+_DONE = {
+    "retry": "Task sent again to {retried_to}: a new attempt.",
+    "cancel": "Task cancelled.",
+    "reassign": "Task handed from {reassigned_from} to {reassigned_to}.",
+}
 
 
 @login_required
@@ -188,13 +247,15 @@ def dispatch_page(request: HttpRequest) -> HttpResponse:
                 from_session=f"dashboard:{request.user.get_username()}",
             )
         except HubError as refusal:
-            error = refusal
+            error = refusal_for_operator(refusal)
         else:
-            messages.success(request, sent.get("warning") or f"Task sent to {form['alias']}.")
-            return redirect("dashboard:task", task_id=sent["task_id"])
+            if sent.get("warning"):
+                messages.warning(request, sent["warning"])
+            return redirect(reverse("dashboard:task", kwargs={"task_id": sent["task_id"]}) + "?sent=1")
     return render(
         request,
-        "dashboard/dispatch.html",
+        # A viewer gets a plain note, not forms the server would refuse (and a POST's refusal).
+        "dashboard/dispatch.html" if desk.can_write else "dashboard/dispatch_closed.html",
         desk.context(form=form, error=error, aliases=_aliases(desk), priorities=Priority.values, section="dispatch"),
         status=400 if error else 200,
     )
@@ -214,7 +275,7 @@ def broadcast_action(request: HttpRequest) -> HttpResponse:
         )
         messages.success(request, f"Broadcast to {sent['recipients']} agents.")
     except HubError as refusal:
-        messages.error(request, refusal.message)
+        messages.error(request, refusal_for_operator(refusal).text)
     return redirect(reverse("dashboard:dispatch") + "#broadcast")
 
 
@@ -223,12 +284,12 @@ def completions_page(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
-    rows = completion_list(actor=desk.actor, network_id=desk.network_id, limit=100)["completions"]
+    rows = completion_feed(actor=desk.actor, network_id=desk.network_id, limit=100)
     hours = completion_hours(actor=desk.actor, network_id=desk.network_id)
     return _page(
         request,
         "dashboard/completions.html",
-        desk.context(completions=rows, chart=_chart(hours), section="completions"),
+        desk.context(completions=rows, chart=bar_chart(hours), section="completions"),
     )
 
 
@@ -245,6 +306,22 @@ def audit_page(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/audit.html", desk.context(page=page, section="audit"))
 
 
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for on pages without an icon link (the admin, the API docs)."""
+    return HttpResponse(_favicon_bytes(), content_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
+
+
+@cache
+def _favicon_bytes() -> bytes:
+    return FAVICON.read_bytes()
+
+
+def _sorted(rows: list[dict[str, Any]], key: Any, *, reverse: bool) -> list[dict[str, Any]]:
+    """Rows by key, either way round; rows without a value (no current task) last both ways."""
+    known = [row for row in rows if key(row) is not None]
+    return sorted(known, key=key, reverse=reverse) + [row for row in rows if key(row) is None]
+
+
 def _whole_or_text(value: str) -> int | str | None:
     """A form field meant as a whole number; anything else goes on, for the service to refuse by name."""
     return int(value) if re.fullmatch(r"[0-9]{1,9}", value) else value or None
@@ -258,27 +335,3 @@ def _aliases(desk: Desk) -> list[str]:
 
 def _moment(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
-
-
-def _chart(hours: list[dict[str, Any]]) -> dict[str, Any]:
-    """Bar geometry for the 24-hour chart, drawn as inline SVG by the template."""
-    peak = max([row["replied"] + row["failed"] for row in hours] + [1])
-    width, height, gap = 20, 120, 4
-    bars = []
-    for index, row in enumerate(hours):
-        replied_h = round(height * row["replied"] / peak)
-        failed_h = round(height * row["failed"] / peak)
-        x = index * (width + gap)
-        bars.append(
-            {
-                "x": x,
-                "replied_y": height - replied_h,
-                "replied_h": replied_h,
-                "failed_y": height - replied_h - failed_h,
-                "failed_h": failed_h,
-                "label": row["hour"].strftime("%H:00"),
-                "replied": row["replied"],
-                "failed": row["failed"],
-            }
-        )
-    return {"bars": bars, "width": len(hours) * (width + gap), "height": height, "bar": width, "peak": peak}

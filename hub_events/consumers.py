@@ -16,15 +16,16 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from commhub.doorbell import Doorbell, feed_group
 from commhub.waiting import in_pool
 from hub_agents.models import Membership
+from hub_agents.services import session_actor
 from hub_events.models import OPERATORS
 from hub_events.selectors import PAGE, events_after, events_position
 from hub_events.services import events_seal_leftovers
 
-CATCH_UP_SECONDS = 15.0
 logger = logging.getLogger(__name__)
 
 
@@ -41,6 +42,9 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         networks = await in_pool(
             lambda: list(Membership.objects.filter(user=user).values_list("network_id", flat=True))
         )
+        # Kept to re-check the session itself later: logout deletes it, a password change stales its hash.
+        self.session_key = self.scope["session"].session_key
+        self.user_id = user.pk
         asked = _positions(self.scope.get("query_string", b""))
         self.positions: dict[str, int] = {}
         for network_id in networks:
@@ -78,16 +82,19 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
                         break
 
     async def _watch(self, bell: Doorbell) -> None:
-        """Catch up on every ring; every CATCH_UP_SECONDS also re-check the user and the layer."""
-        next_check = time.monotonic() + CATCH_UP_SECONDS
+        """Catch up on every ring; every COMMHUB_STREAM_RECHECK_SECONDS, however busy, also
+        re-check the session, the user and the layer."""
+        every = float(settings.COMMHUB_STREAM_RECHECK_SECONDS)
+        next_check = time.monotonic() + every
         try:
             while True:
                 await bell.wait(next_check - time.monotonic())
                 try:
                     if time.monotonic() >= next_check:
-                        next_check = time.monotonic() + CATCH_UP_SECONDS
-                        if not await self._recheck(bell):
-                            await self.close(code=4403)  # deactivated, or removed from a network it watches
+                        next_check = time.monotonic() + every
+                        refused = await self._recheck(bell)
+                        if refused:
+                            await self.close(code=refused)
                             return
                     await self.catch_up()
                 except Exception:  # a passing database fault must not end the catch-ups
@@ -95,21 +102,24 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         finally:
             await bell.__aexit__(None, None, None)
 
-    async def _recheck(self, bell: Doorbell) -> bool:
-        """False if the user may no longer watch; else re-join the feeds (layers forget members
-        after their group expiry) and seal what a dead process left unsealed."""
-        if not await in_pool(self._still_allowed):
-            return False
+    async def _recheck(self, bell: Doorbell) -> int | None:
+        """The close code if the user may no longer watch; else re-join the feeds (layers forget
+        members after their group expiry) and seal what a dead process left unsealed."""
+        refused = await in_pool(self._refusal)
+        if refused:
+            return refused
         await bell.renew()
         for network_id in self.positions:
             await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
-        return True
+        return None
 
-    def _still_allowed(self) -> bool:
-        user = self.scope["user"]
-        user.refresh_from_db(fields=["is_active"])
-        member_of = set(Membership.objects.filter(user=user).values_list("network_id", flat=True))
-        return user.is_active and set(self.positions) <= member_of
+    def _refusal(self) -> int | None:
+        actor = session_actor(session_key=self.session_key)
+        if actor is None or actor.user_id != self.user_id:
+            return 4401  # logged out, session expired, password changed, or user deactivated
+        if not set(self.positions) <= set(actor.readable_networks()):
+            return 4403  # removed from a network it watches
+        return None
 
 
 def _positions(query_string: bytes) -> dict[str, int]:

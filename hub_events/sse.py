@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
@@ -19,26 +21,27 @@ from hub_agents.services import session_touch, token_authenticate
 from hub_events.selectors import PAGE, events_after, events_position
 from hub_events.services import events_seal_leftovers
 
-KEEPALIVE_SECONDS = 15.0
-
 
 @require_GET
 async def event_stream(request: HttpRequest, alias: str) -> HttpResponse:
     try:
-        token, network_id, after = await in_pool(lambda: _open(request, alias))
+        token, network_id, after, present = await in_pool(lambda: _open(request, alias))
     except HubError as refusal:
         reply = JsonResponse({"ok": False, "error": refusal.code, "message": refusal.message}, status=refusal.status)
         if refusal.status == 401:
             reply["WWW-Authenticate"] = 'Bearer realm="commhub"'
         return reply
-    response = StreamingHttpResponse(_frames(token, network_id, alias, after), content_type="text/event-stream")
+    response = StreamingHttpResponse(
+        _frames(token, network_id, alias, after, present=present), content_type="text/event-stream"
+    )
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # proxies must pass each frame on at once
     return response
 
 
-def _open(request: HttpRequest, alias: str) -> tuple[str, str, int]:
-    """Who may listen (their token), to which network's feed, from which position."""
+def _open(request: HttpRequest, alias: str) -> tuple[str, str, int, bool]:
+    """Who may listen (their token), to which network's feed, from which position, and whether
+    their connection counts as the alias's presence (only callers that may write there)."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
@@ -49,41 +52,51 @@ def _open(request: HttpRequest, alias: str) -> tuple[str, str, int]:
     if len(networks) != 1:
         raise HubError("network_required", "You belong to several networks; pass ?network_id=.", status=400)
     (network_id,) = networks
+    present = actor.can_write(network_id)
     last = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id")
     if last is None:
-        return token, network_id, events_position(network_id=network_id)  # only what comes next
+        return token, network_id, events_position(network_id=network_id), present  # only what comes next
     if not re.fullmatch(r"[0-9]{1,18}", last):
         raise validate.invalid_argument("Last-Event-ID", f"must be an event id from this stream (got {last!r})")
-    return token, network_id, int(last)
+    return token, network_id, int(last), present
 
 
-async def _frames(token: str, network_id: str, alias: str, after: int) -> AsyncIterator[str]:
+async def _frames(token: str, network_id: str, alias: str, after: int, *, present: bool) -> AsyncIterator[str]:
+    every = float(settings.COMMHUB_STREAM_RECHECK_SECONDS)
     # Subscribe before the first read, so nothing can slip between the read and the subscription.
     async with Doorbell([feed_group(network_id, alias)]) as bell:
-        await in_pool(lambda: session_touch(network_id=network_id, alias=alias))
+        if present:
+            await in_pool(lambda: session_touch(network_id=network_id, alias=alias))
         yield "retry: 2000\n\n"
+        # A fixed deadline, not a wait that each event restarts: a stream that is never quiet for
+        # long must lose its right to exist on time too.
+        next_check = time.monotonic() + every
         while True:
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + every
+                if not await in_pool(lambda: _keepalive(token, network_id, alias)):
+                    return  # revoked, deactivated, or no longer a reader of the network: the stream ends
+                yield ": keepalive\n\n"
+                await bell.renew()
             frames = await in_pool(lambda a=after: events_after(network_id=network_id, audience=alias, after=a))
             for frame in frames:
                 after = frame["id"]
                 yield _sse(frame)
-            if len(frames) == PAGE:
-                continue  # more to replay
-            if not await bell.wait(KEEPALIVE_SECONDS):
-                if not await in_pool(lambda: _keepalive(token, network_id, alias)):
-                    return  # the token was revoked (or its user deactivated): the stream ends
-                yield ": keepalive\n\n"
-                await bell.renew()
+            if len(frames) < PAGE:  # else more to replay, at once
+                await bell.wait(next_check - time.monotonic())
 
 
 def _keepalive(token: str, network_id: str, alias: str) -> bool:
-    """False if the token no longer stands; else: a connected agent is alive, and events left
-    unsealed by a process that died after its commit are sealed, so they are delivered after all."""
+    """False if the caller may no longer read the network (by the read path's own rule); else:
+    a connected caller that may write there keeps the alias alive, and events left unsealed by a
+    process that died after its commit are sealed, so they are delivered after all."""
     try:
-        token_authenticate(raw=token)
+        actor = token_authenticate(raw=token)
+        actor.readable_networks(network_id)
     except HubError:
         return False
-    session_touch(network_id=network_id, alias=alias)
+    if actor.can_write(network_id):  # a viewer watching must not keep an agent "online"
+        session_touch(network_id=network_id, alias=alias)
     events_seal_leftovers(network_id=network_id)
     return True
 

@@ -33,7 +33,11 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-UNAUTHORIZED = -32001
+# No token, or a bad one (with HTTP 401). Not -32001: both official SDKs raise that code for their own
+# request timeouts, so clients read a missing token as a timeout and retry it. -32011 is in the
+# implementation-defined band (-32000..-32019) and used by neither SDK (-32000 and -32001 are
+# theirs, -32002 is retired).
+UNAUTHORIZED = -32011
 HEADER_MISMATCH = -32020
 UNSUPPORTED_VERSION = -32022
 

@@ -202,7 +202,11 @@ TOOLS: tuple[Tool, ...] = (
             "id, a type (task, message, reply, broadcast, chained_reply, notice), the content and who sent "
             "it. Work on `task` and `broadcast` messages; acknowledge each with ack_inbox so it is not "
             "delivered again. With wait_seconds, an empty inbox answers as soon as a message arrives "
-            "(or empty when the time is up): poll with wait_seconds=30 instead of sleeping."
+            "(or empty when the time is up): poll with wait_seconds=30 instead of sleeping. Keep "
+            "wait_seconds a few seconds under your client's tool-call timeout (e.g. 3 if calls time out "
+            "after 5 s); a call cut off by it returns nothing (the messages stay in the inbox). A client "
+            "that sends a progressToken and accepts text/event-stream gets progress every few seconds "
+            "while it waits, which keeps alive a timeout that restarts on progress."
         ),
         params={
             "alias": ALIAS,
@@ -363,12 +367,17 @@ TOOLS: tuple[Tool, ...] = (
         title="Get a task",
         description=(
             "Everything about one task: sender, receiver, status, content, context, result, all its "
-            "times, parent task, and `events`, the history of its status changes."
+            "times, parent task, and `events`, the history of its status changes. `attempts` lists each "
+            "delivery (1, 2, ... after retries or reassigns): agent, outcome, result, who ended it, when."
         ),
         params={"task_id": TASK_ID},
         required=("task_id",),
         service=task_get,
-        output=result(task={"type": "object"}, events=rows("Status changes, oldest first.")),
+        output=result(
+            task={"type": "object"},
+            events=rows("Status changes, oldest first."),
+            attempts=rows("Deliveries of the task, first attempt first."),
+        ),
         read_only=True,
     ),
     Tool(

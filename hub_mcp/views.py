@@ -1,4 +1,8 @@
-"""POST /mcp: JSON-RPC over Streamable HTTP, stateless, JSON responses only.
+"""POST /mcp: JSON-RPC over Streamable HTTP, stateless.
+
+Answers are JSON, except one case: a long-poll (get_inbox with wait_seconds) that has to wait, from
+a client that accepts `text/event-stream` and sent a progressToken, is answered as SSE: progress
+notifications every few seconds, then the answer.
 
 The HTTP layer: methods, origin, size, parsing, era routing, authentication and status codes.
 What each method answers is in handlers.py; what each tool does is in the services.
@@ -9,17 +13,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.request import validate_host
 from django.views.decorators.csrf import csrf_exempt
 
+from commhub.body import read_body
 from commhub.errors import HubError
-from commhub.waiting import long_poll, no_waiting
+from commhub.waiting import Pending, Poll, no_waiting
 from hub_agents.actors import Actor
 from hub_agents.services import token_authenticate
 from hub_mcp.handlers import answer
@@ -29,6 +35,7 @@ from hub_mcp.protocol import (
     DEFAULT_HEADERLESS_VERSION,
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_HEADER,
@@ -48,6 +55,7 @@ from hub_mcp.protocol import (
 )
 
 WWW_AUTHENTICATE = 'Bearer realm="commhub"'
+logger = logging.getLogger(__name__)
 
 
 def _json(body: Any, status: int = 200, **headers: str) -> JsonResponse:
@@ -71,7 +79,88 @@ class Unauthorized(Exception):
 @csrf_exempt
 async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     # Async only so that get_inbox with wait_seconds can wait without a thread (commhub.waiting).
-    return await long_poll(lambda: _respond(request))
+    poll = Poll(lambda: _respond(request))
+    outcome = await poll.first()
+    if not isinstance(outcome, Pending):
+        return outcome
+    progress = _progress_request(request)
+    if progress is not None:
+        # A client that asked for progress may restart its timeout on each notification: report
+        # while waiting, so a wait longer than that timeout still ends in the answer (MCP Streamable
+        # HTTP allows an SSE answer to a POST).
+        return _event_stream(_progress_events(poll, outcome, *progress))
+    try:
+        while isinstance(outcome, Pending):
+            outcome = await poll.wait()
+        return outcome
+    finally:
+        await poll.close()
+
+
+def _progress_request(request: HttpRequest) -> tuple[Any, str | int] | None:
+    """(id, progressToken) of a request that may be answered as SSE with progress, else None.
+
+    Only a client that accepts `text/event-stream` and asked for progress gets one; everyone else
+    keeps the plain JSON answer. Called only for a request that would wait: one valid message.
+    """
+    if not any(f"{kind.main_type}/{kind.sub_type}".lower() == "text/event-stream" for kind in request.accepted_types):
+        return None
+    body = json.loads(request.body)
+    params = body.get("params") if isinstance(body, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if isinstance(token, bool) or not isinstance(token, str | int):
+        return None
+    return body.get("id"), token
+
+
+def _event_stream(events: AsyncIterator[str]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # proxies must pass each event on at once
+    return response
+
+
+async def _progress_events(
+    poll: Poll[HttpResponse], pending: Pending, request_id: Any, token: str | int
+) -> AsyncIterator[str]:
+    """A progress notification at once and every few seconds, then the answer, then the end.
+
+    Events carry no id: the answer is not kept anywhere to resume from, so a client must not
+    try to reconnect for it.
+    """
+    try:
+        outcome: HttpResponse | Pending = pending
+        while isinstance(outcome, Pending):
+            yield _event(_progress(token, outcome))
+            outcome = await poll.wait(settings.COMMHUB_LONG_POLL_PROGRESS_SECONDS)
+        answer = outcome.content.decode()
+    except Exception:  # the headers are sent: the failure must still reach the client as JSON-RPC
+        logger.exception("long-poll failed while streaming its progress")
+        answer = json.dumps(error_response(request_id, RpcError(INTERNAL_ERROR, "Internal error; it has been logged.")))
+    finally:
+        await poll.close()
+    yield _event(answer)
+
+
+def _progress(token: str | int, pending: Pending) -> str:
+    waited, total = round(pending.waited, 1), round(pending.total, 1)
+    notification = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {
+            "progressToken": token,
+            "progress": waited,
+            "total": total,
+            "message": f"Waiting for a message: {waited:.0f} s of {total:.0f} s.",
+        },
+    }
+    return json.dumps(notification)
+
+
+def _event(data: str) -> str:
+    # One JSON-RPC message per event, on one line: json.dumps writes no newlines.
+    return f"event: message\ndata: {data}\n\n"
 
 
 def _respond(request: HttpRequest) -> HttpResponse:
@@ -102,16 +191,10 @@ def _respond(request: HttpRequest) -> HttpResponse:
 
 
 def _read_json(request: HttpRequest) -> Any:
-    limit = settings.COMMHUB_MAX_REQUEST_BYTES
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > limit:
-        raise RpcError(INVALID_REQUEST, f"Request body over {limit} bytes.", http_status=413)
     try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise RpcError(INVALID_REQUEST, f"Request body over {limit} bytes.", http_status=413) from None
-    if len(raw) > limit:
-        raise RpcError(INVALID_REQUEST, f"Request body over {limit} bytes.", http_status=413)
+        raw = read_body(request)  # the reader and limit REST uses too
+    except HubError as refusal:
+        raise RpcError(INVALID_REQUEST, refusal.message, http_status=refusal.status) from None
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):  # bad UTF-8 and huge integers raise ValueError subclasses

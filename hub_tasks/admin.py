@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
+from hub_tasks.models import Completion, InboxMessage, Task, TaskAttempt, TaskEvent
 
 
 class TaskEventInline(admin.TabularInline):
@@ -10,6 +10,18 @@ class TaskEventInline(admin.TabularInline):
     extra = 0
     can_delete = False
     readonly_fields = ["from_status", "to_status", "actor", "detail", "created_at"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class TaskAttemptInline(admin.TabularInline):
+    model = TaskAttempt
+    extra = 0
+    can_delete = False
+    readonly_fields = [
+        "number", "alias", "delivered_at", "acked_at", "started_at", "ended_at", "outcome", "result", "ended_by",
+    ]  # fmt: skip
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -30,7 +42,7 @@ class TaskAdmin(ReadOnlyAdmin):
     list_display = ["task_id", "to_name", "from_name", "status", "priority", "created_at", "network"]
     list_filter = ["status", "priority", "network"]
     search_fields = ["task_id", "to_name", "from_name", "content"]
-    inlines = [TaskEventInline]
+    inlines = [TaskAttemptInline, TaskEventInline]
 
 
 @admin.register(InboxMessage)

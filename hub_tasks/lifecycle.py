@@ -1,7 +1,8 @@
 """The single path by which a task changes state or an inbox row is written.
 
 Every status change goes through `task_transition`: it checks the move against the transition
-table, stamps the times, withdraws inbox rows of a task that has ended, writes the TaskEvent and
+table, stamps the times, withdraws inbox rows of a task that has ended, opens and closes its
+attempts (TaskAttempt: one per delivery, kept whole across retries), writes the TaskEvent and
 queues the push, all inside the caller's transaction.
 
 Expiry is a deadline, not a job: `tasks_expire_due` settles overdue tasks and is called at the
@@ -14,11 +15,23 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from commhub.events import EventType, HubEvent, publish
 from commhub.formats import timestamp
-from hub_tasks.models import TERMINAL, TRANSITIONS, InboxMessage, Move, Priority, Task, TaskEvent, TaskStatus
+from hub_tasks.models import (
+    TERMINAL,
+    TRANSITIONS,
+    AttemptOutcome,
+    InboxMessage,
+    Move,
+    Priority,
+    Task,
+    TaskAttempt,
+    TaskEvent,
+    TaskStatus,
+)
 
 HUB = "hub"
 
@@ -40,11 +53,13 @@ def task_transition(
     detail: str = "",
     fields: Iterable[str] = (),
     notify: Iterable[str] = (),
+    by: str | None = None,
 ) -> TaskEvent:
     """Move a locked task to `to`.
 
     `fields` names other attributes the caller already changed; `notify` adds aliases to the
-    push beyond the task's sender and receiver (a reassigned task's old receiver).
+    push beyond the task's sender and receiver (a reassigned task's old receiver); `by` names who
+    ended the current attempt (an agent's alias, a sender), where that is not the actor's label.
     """
     if not task.can(move, to):
         # Callers check first and raise the contract's own error; reaching here is a bug.
@@ -65,6 +80,7 @@ def task_transition(
         # A finished or moved task must not be picked up again from an old inbox row.
         task.inbox_messages.filter(type=InboxMessage.Type.TASK, acked_at__isnull=True).update(acked_at=now)
     task.save(update_fields=sorted(changed))
+    _attempt_follow(task, to, by=by or actor, now=now)
     event = TaskEvent.objects.create(
         task=task, from_status=from_status, to_status=to, actor=actor, detail=detail, created_at=now
     )
@@ -84,6 +100,35 @@ def task_transition(
         )
     )
     return event
+
+
+def task_record_creation(task: Task, *, actor: str, now: datetime, detail: str) -> TaskEvent:
+    """A just-saved, delivered task: its first history row and its first attempt."""
+    _attempt_open(task, now=now)
+    return TaskEvent.objects.create(
+        task=task, from_status="", to_status=task.status, actor=actor, detail=detail, created_at=now
+    )
+
+
+def _attempt_open(task: Task, *, now: datetime) -> TaskAttempt:
+    # The caller holds the task's row lock (or just created it), so the next number is ours.
+    last = task.attempts.aggregate(last=Max("number"))["last"] or 0
+    return TaskAttempt.objects.create(task=task, number=last + 1, alias=task.to_name, delivered_at=now)
+
+
+def _attempt_follow(task: Task, to: str, *, by: str, now: datetime) -> None:
+    """Keep the task's attempts in step with the status it just took (the one place they change)."""
+    current = TaskAttempt.objects.filter(task=task, ended_at__isnull=True)
+    if to in TERMINAL:
+        current.update(ended_at=now, outcome=to, result=task.result, ended_by=by)
+    elif to == TaskStatus.DELIVERED:
+        # A retry opens the next attempt; a reassign first ends the current one, handed on.
+        current.update(ended_at=now, outcome=AttemptOutcome.REASSIGNED, ended_by=by)
+        _attempt_open(task, now=now)
+    elif to == TaskStatus.ACKED:
+        current.filter(acked_at__isnull=True).update(acked_at=now)
+    elif to == TaskStatus.RUNNING:
+        current.update(started_at=now)
 
 
 def inbox_deliver(

@@ -266,3 +266,55 @@ class TaskEvent(models.Model):
             "detail": self.detail,
             "created_at": timestamp(self.created_at),
         }
+
+
+class AttemptOutcome(models.TextChoices):
+    """How an attempt ended: the task's terminal status, or handed on to another agent."""
+
+    REPLIED = "replied"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    REASSIGNED = "reassigned"
+
+
+class TaskAttempt(models.Model):
+    """One delivery of a task to one agent, from delivery to its end (as CI shows re-runs).
+
+    Opened and closed only by hub_tasks.lifecycle, in the transaction of the status change, so a
+    retry keeps the failed attempt's result, who ended it and when.
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()  # 1, 2, ... per task
+    alias = models.CharField(max_length=200, help_text="The agent the task was delivered to.")
+    delivered_at = models.DateTimeField()
+    acked_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)  # blank: still open
+    result = models.TextField(null=True, blank=True)
+    ended_by = models.CharField(max_length=300, blank=True, help_text="Who ended it: an agent alias or a sender.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "number"], name="taskattempt_task_number"),
+            # At most one open attempt per task.
+            models.UniqueConstraint(fields=["task"], condition=Q(ended_at__isnull=True), name="taskattempt_one_open"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} attempt {self.number} → {self.alias} ({self.outcome or 'open'})"
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "alias": self.alias,
+            "outcome": self.outcome or None,
+            "result": self.result,
+            "ended_by": self.ended_by or None,
+            "delivered_at": timestamp(self.delivered_at),
+            "acked_at": timestamp(self.acked_at),
+            "started_at": timestamp(self.started_at),
+            "ended_at": timestamp(self.ended_at),
+        }

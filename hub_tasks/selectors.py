@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, QuerySet
-from django.db.models.functions import TruncHour
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce, TruncHour
 from django.utils import timezone
 
 from commhub import validate
@@ -46,14 +46,19 @@ def inbox_list(
 
 
 def task_get(*, actor: Actor, task_id: object) -> dict[str, Any]:
-    """get_task: the whole task row and its history of status changes."""
+    """get_task: the whole task row, its history of status changes and its attempts (beyond the contract)."""
     task_id = validate.required_identifier("task_id", task_id)
     networks = actor.readable_networks()
     tasks_expire_due(network_ids=networks)
     task = Task.objects.filter(network_id__in=networks, pk=task_id).first()
     if task is None:
         raise task_not_found(task_id)
-    return {"ok": True, "task": task.as_row(), "events": [event.as_row() for event in task.events.order_by("id")]}
+    return {
+        "ok": True,
+        "task": task.as_row(),
+        "events": [event.as_row() for event in task.events.order_by("id")],
+        "attempts": [attempt.as_row() for attempt in task.attempts.order_by("number")],
+    }
 
 
 def task_list(
@@ -106,6 +111,19 @@ def completion_list(
     return {"ok": True, "completions": [completion.as_row() for completion in rows]}
 
 
+def completion_feed(*, actor: Actor, network_id: str, limit: int = 100) -> list[dict[str, Any]]:
+    """The dashboard's completions of the last 24 hours: get_completions rows plus the id and text of
+    the task each one closed (joined in the same query), so the page names and links the task."""
+    (network,) = actor.readable_networks(network_id)
+    cutoff = timezone.now() - timedelta(hours=24)
+    rows = (
+        Completion.objects.filter(network_id=network, completed_at__gte=cutoff)
+        .annotate(task_content=F("task__content"))
+        .order_by("-completed_at", "-pk")[:limit]
+    )
+    return [{**row.as_row(), "task_id": row.task_id, "task_content": row.task_content} for row in rows]
+
+
 def task_page(
     *,
     actor: Actor,
@@ -114,8 +132,13 @@ def task_page(
     alias: str | None = None,
     sender: str | None = None,
     text: str | None = None,
+    order: str | None = None,
 ) -> tuple[QuerySet[Task], list[dict[str, Any]]]:
-    """The dashboard's task list: filtered newest-first rows to paginate, and counts by status."""
+    """The dashboard's task list: filtered rows to paginate, and counts by status.
+
+    Each row carries `status_since` (its newest status change); `order` "status_since" lists the
+    longest in their status first, "-status_since" the freshest; anything else, newest created first.
+    """
     (network,) = actor.readable_networks(network_id)
     tasks_expire_due(network_ids=[network])
     scope = Task.objects.filter(network_id=network)
@@ -129,6 +152,10 @@ def task_page(
     if text:
         tasks = tasks.filter(content__icontains=text)
     stats = list(scope.values("status").annotate(count=Count("pk")).order_by("status"))
+    newest_change = TaskEvent.objects.filter(task=OuterRef("pk")).order_by("-id").values("created_at")[:1]
+    tasks = tasks.annotate(status_since=Coalesce(Subquery(newest_change), F("created_at")))
+    if order in ("status_since", "-status_since"):
+        return tasks.order_by(order, "-pk"), stats
     return tasks.order_by("-created_at", "-pk"), stats
 
 

@@ -21,7 +21,14 @@ from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
-from hub_tasks.lifecycle import HUB, inbox_deliver, task_expire, task_transition, tasks_expire_due
+from hub_tasks.lifecycle import (
+    HUB,
+    inbox_deliver,
+    task_expire,
+    task_record_creation,
+    task_transition,
+    tasks_expire_due,
+)
 from hub_tasks.models import (
     TERMINAL,
     TRANSITIONS,
@@ -30,7 +37,6 @@ from hub_tasks.models import (
     Move,
     Priority,
     Task,
-    TaskEvent,
     TaskStatus,
 )
 
@@ -172,14 +178,7 @@ def task_send(
         if request_id is None:
             raise
         return _repeated_send(earlier.get(), new, now=now)
-    TaskEvent.objects.create(
-        task=new,
-        from_status="",
-        to_status=TaskStatus.DELIVERED,
-        actor=actor.label,
-        detail=f"sent by {sender}",
-        created_at=now,
-    )
+    task_record_creation(new, actor=actor.label, now=now, detail=f"sent by {sender}")
     inbox_deliver(
         network_id=network,
         to_alias=alias,
@@ -268,8 +267,18 @@ def reply_send(
         if not task.can(Move.REPLY):
             raise task_terminal(task.status, task_id=task.task_id)
         task.result = body[:STORED_RESULT_MAX]
+        # Without from_session the reply comes from the agent holding the task, not from "hub"
+        # (the contract's default sender of the reply message itself).
+        replier = validate.identifier("from_session", from_session) or task.to_name
         task_transition(
-            task, Move.REPLY, outcome, actor=actor.label, now=now, detail=f"reply from {sender}", fields=["result"]
+            task,
+            Move.REPLY,
+            outcome,
+            actor=actor.label,
+            now=now,
+            detail=f"reply from {replier}",
+            fields=["result"],
+            by=replier,
         )
         if task.parent_task_id:
             _chain_reply(task, from_alias=sender, now=now)
@@ -407,7 +416,7 @@ def task_cancel(*, actor: Actor, task_id: object, reason: object = None, from_se
     if not task.can(Move.CANCEL):
         raise task_terminal(task.status, task_id=task.task_id, cancelled=False)
     detail = f"cancelled by {sender}" + (f": {reason}" if reason else "")
-    task_transition(task, Move.CANCEL, TaskStatus.CANCELLED, actor=actor.label, now=now, detail=detail)
+    task_transition(task, Move.CANCEL, TaskStatus.CANCELLED, actor=actor.label, now=now, detail=detail, by=sender)
     _audit_task(actor, task, AuditEntry.Action.TASK_CANCELLED, reason=reason or "")
     return {"ok": True, "task_id": task.task_id, "cancelled": True}
 
@@ -431,6 +440,7 @@ def task_reassign(*, actor: Actor, task_id: object, new_alias: object, from_sess
         detail=f"{old_alias} → {new_alias} by {sender}",
         fields=["to_name"],
         notify=[old_alias],
+        by=sender,
     )
     _audit_task(actor, task, AuditEntry.Action.TASK_REASSIGNED, previous_alias=old_alias, to=new_alias)
     row = inbox_deliver(
@@ -502,6 +512,7 @@ def completion_report(
             now=now,
             detail=f"completed by {alias}",
             fields=["result"],
+            by=alias,
         )
         if matched.parent_task_id:
             _chain_reply(matched, from_alias=alias, now=now)

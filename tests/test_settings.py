@@ -35,6 +35,9 @@ def run_check(**env: str) -> subprocess.CompletedProcess[str]:
         ("COMMHUB_WRITE_RATE_LIMIT", "0/minute", "COMMHUB_WRITE_RATE_LIMIT must read like"),
         ("COMMHUB_WRITE_RATE_LIMIT", "600/minute;1/second", "COMMHUB_WRITE_RATE_LIMIT must read like"),
         ("COMMHUB_RATE_LIMIT_STORAGE", "nosuch://x", "COMMHUB_RATE_LIMIT_STORAGE must be a storage URI"),
+        ("COMMHUB_LOGIN_FAILURE_LIMIT", "ten", "COMMHUB_LOGIN_FAILURE_LIMIT must read like"),
+        ("COMMHUB_LOGIN_FAILURE_LIMIT", "0/minute", "COMMHUB_LOGIN_FAILURE_LIMIT must read like"),
+        ("COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT", "10/15fortnight", "COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT must read like"),
         ("COMMHUB_PROFILE", "staging", "COMMHUB_PROFILE must be"),
     ],
 )
@@ -48,6 +51,20 @@ def test_bad_setting_stops_start_up_naming_it(variable, value, complaint):
 @pytest.mark.parametrize("value", ["off", "20/second", "600/minute"])
 def test_write_rate_limit_accepts_off_and_the_limits_notation(value):
     result = run_check(COMMHUB_WRITE_RATE_LIMIT=value)
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("COMMHUB_LOGIN_FAILURE_LIMIT", "5/hour"),
+        ("COMMHUB_LOGIN_FAILURE_LIMIT", "off"),
+        ("COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT", "30/15minute"),
+    ],
+)
+def test_login_failure_limits_accept_off_and_the_limits_notation(variable, value):
+    result = run_check(**{variable: value})
 
     assert result.returncode == 0, result.stderr
 

@@ -5,24 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.conf import settings
-from rest_framework.exceptions import APIException, ParseError
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-
-class RequestTooLarge(APIException):
-    status_code = 413
-    default_code = "request_too_large"
+from commhub.body import read_body
 
 
 class JSONObjectParser(BaseParser):
     media_type = "application/json"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> dict[str, Any]:
-        limit = settings.COMMHUB_MAX_REQUEST_BYTES
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise RequestTooLarge(f"The request body is over {limit} bytes.")
+        # The body as /mcp reads it (commhub.body), not DRF's stream: one reader, one limit.
+        raw = read_body(parser_context["request"]._request)
         if not raw.strip():
             return {}
         try:

@@ -72,8 +72,8 @@ def test_operator_dispatches_watches_live_and_retries(hub_server, page_for, agen
     desk.fill("textarea[name=task]", "Write the release notes")
     desk.select_option("select[name=priority]", "high")
     desk.click("button:has-text('Send task')")
-    desk.wait_for_url("**/tasks/*/")
-    task_id = desk.url.rstrip("/").rsplit("/", 1)[-1]
+    desk.wait_for_url("**/tasks/*/?sent=1")  # the task's page, with its "Task sent" banner
+    task_id = desk.url.split("/tasks/", 1)[1].split("/", 1)[0]
 
     # It appears on the watching page without a reload, highlighted.
     row = watcher.locator(f"tr[data-key='{task_id}']")
@@ -106,8 +106,8 @@ def test_operator_dispatches_watches_live_and_retries(hub_server, page_for, agen
     desk.fill("input[name=alias]", "coder")
     desk.fill("textarea[name=task]", "Publish the notes")
     desk.click("button:has-text('Send task')")
-    desk.wait_for_url("**/tasks/*/")
-    failing = desk.url.rstrip("/").rsplit("/", 1)[-1]
+    desk.wait_for_url("**/tasks/*/?sent=1")  # the task's page, with its "Task sent" banner
+    failing = desk.url.split("/tasks/", 1)[1].split("/", 1)[0]
     assert desk.locator("button[name=retry]").count() == 0
     mcp(
         hub,

@@ -9,6 +9,7 @@ import base64
 import json
 from typing import Any
 
+import mcp_types
 import pytest
 
 from hub_agents.services import token_create, token_revoke
@@ -437,6 +438,15 @@ def test_a_body_over_the_limit_is_413_in_json(client, db, settings, version):
     assert reply.json()["error"]["message"]
 
 
+def test_get_inbox_says_how_to_pick_wait_seconds_for_a_client_with_a_short_timeout(client, db):
+    (tool,) = [tool for tool in list_tools(client) if tool["name"] == "get_inbox"]
+
+    description = tool["description"]
+    assert "wait_seconds=30" in description  # the advice for clients that wait long stays
+    assert "under your client's tool-call timeout" in description
+    assert "progressToken" in description and "text/event-stream" in description
+
+
 def test_unknown_tool_is_invalid_params(client, member_token):
     reply = rpc(client, "tools/call", {"name": "rm_rf", "arguments": {}}, id=3, version=LATEST, token=member_token)
     assert rpc_error(reply, 200, -32602)["id"] == 3
@@ -501,6 +511,24 @@ def test_a_revoked_token_is_401_invalid_token(client, network):
     token_revoke(token=token)
     reply = rpc(client, "tools/call", params, id=9, version=LATEST, token=raw)
     assert 'error="invalid_token"' in assert_bearer_challenge(reply, 9)
+
+
+@pytest.mark.parametrize(
+    ("version", "token"), [(None, None), (LATEST, None), (LATEST, "ntok_" + "x" * 40), (MODERN, None)]
+)
+def test_a_401_uses_a_code_the_sdks_do_not_keep_for_their_own_timeouts(client, db, version, token):
+    params = {"name": "list_tasks", "arguments": {}}
+    if version == MODERN:
+        reply = modern(client, "tools/call", params, id=11, token=token)
+    else:
+        reply = rpc(client, "tools/call", params, id=11, version=version, token=token)
+
+    assert_bearer_challenge(reply, 11)
+    code = reply.json()["error"]["code"]
+    # Both official SDKs raise -32000 (connection closed) and -32001 (request timeout) themselves;
+    # openai-agents retried a missing token as a timeout. -32002 is retired by the MCP spec.
+    assert code not in (mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT, -32002)
+    assert code == -32011
 
 
 @pytest.mark.parametrize("authorization", ["Basic dXNlcjpwYXNz", "Token abc", "Bearer", "Bearer   "])

@@ -1,4 +1,5 @@
-"""The official MCP Python SDK, unchanged, against a live hub: both protocol eras, a whole task chain."""
+"""The official MCP Python SDK, unchanged, against a live hub: both protocol eras, a whole task chain,
+a refused token, and a long-poll that outlasts the client's read timeout on progress notifications."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import json
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
+from mcp import MCPError
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import REQUEST_TIMEOUT
 
 from hub_agents.services import token_create
 
@@ -18,8 +22,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
-def connect(url: str, token: str, mode: str) -> Client:
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+def connect(url: str, token: str | None, mode: str, timeout: httpx2.Timeout | None = None) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = create_mcp_http_client(headers=headers, timeout=timeout)
     return Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode)
 
 
@@ -108,3 +113,48 @@ def test_sdk_client_reports_a_misspelt_argument_instead_of_guessing(live_server,
     outcome = anyio.run(scenario)
     assert outcome["ok"] is False
     assert "priorty" in outcome["error"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_sdk_client_reads_a_missing_token_as_unauthorized_not_as_its_own_timeout(live_server, db, mode):
+    async def scenario() -> MCPError:
+        async with connect(live_server.url, None, mode) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("list_tasks", {})
+            return refused.value
+
+    error = anyio.run(scenario)
+    assert error.code != REQUEST_TIMEOUT  # the SDK's own code for "the server did not answer in time"
+    assert "token" in error.message
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_sdk_client_long_poll_outlasts_its_read_timeout_on_progress_and_gets_the_message(hub_server, agent_http, mode):
+    """The SDK's HTTP read timeout (2 s) is far shorter than the wait: the SSE answer's progress
+    notifications (every second here) keep the response alive, and the message sent 4 s into
+    the wait is the call's result. (The Python SDK does not reset its own request timeout on
+    progress, so that one stays at its default; its HTTP read timeout is what a silent wait hits.)"""
+    hub = hub_server(env={"COMMHUB_LONG_POLL_PROGRESS_SECONDS": "1"})
+    progress: list[tuple[float, float | None]] = []
+    sent: dict[str, Any] = {}
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total))
+        if value >= 4 and "task_id" not in sent and not sent.get("sending"):
+            sent["sending"] = True  # progress callbacks may overlap; send once
+            sent.update(await anyio.to_thread.run_sync(agent_http.send_task, hub, "coder", "wake up"))
+
+    async def scenario() -> dict[str, Any]:
+        async with connect(hub.url, agent_http.token, mode, timeout=httpx2.Timeout(10, read=2)) as client:
+            result = await client.call_tool(
+                "get_inbox", {"alias": "coder", "wait_seconds": 30}, progress_callback=on_progress
+            )
+            assert result.structured_content == json.loads(result.content[0].text)
+            return result.structured_content
+
+    outcome = anyio.run(scenario)
+
+    assert [message["id"] for message in outcome["messages"]] == [sent["task_id"]]
+    values = [value for value, _ in progress]
+    assert len(values) >= 5 and values == sorted(values) and len(set(values)) == len(values), progress
+    assert all(29.5 <= total <= 30.5 for _, total in progress), progress  # wait_seconds

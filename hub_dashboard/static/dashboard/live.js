@@ -1,6 +1,9 @@
-// Live regions: on any event of the current network, re-render each [data-live] region from the
-// server (?fragment=<name>) and highlight what is new or changed. A dropped socket reconnects
-// with backoff and then refreshes, so nothing stays stale.
+// Live regions. Each [data-live] region is re-rendered from the server (?fragment=<name>) when an
+// event of the current network concerns it; where the event names one agent or one task, only that
+// card or row is fetched (&only=<key>) with the region's summary tiles. Every swap goes through
+// swap(), which never discards what the operator is editing. The socket starts from where the
+// page's render stood (body[data-after]) and resumes from the last frame after a drop, so its
+// first frame refreshes nothing unless something happened in between.
 
 // The network switcher submits on change (here, not inline: the pages' CSP allows no inline script).
 for (const select of document.querySelectorAll("form.switcher select")) {
@@ -8,42 +11,213 @@ for (const select of document.querySelectorAll("form.switcher select")) {
 }
 
 (() => {
-  const regions = () => document.querySelectorAll("[data-live]");
+  const regions = () => [...document.querySelectorAll("[data-live]")];
   if (!regions().length) return;
   const network = document.body.dataset.network;
   const badge = document.getElementById("live");
-  let timer = null, delay = 500;
+  const taskPage = (location.pathname.match(/^\/tasks\/([^/]+)\/$/) || [])[1];
+  const ALL = "*";
+  const BURST = 10; // more keys than this in one batch: one region fetch is cheaper
+  const positions = {};
+  for (const item of (document.body.dataset.after || "").split(",")) {
+    const [id, seq] = item.split(":");
+    if (id && /^[0-9]+$/.test(seq || "")) positions[id] = Number(seq);
+  }
+  let pending = new Map(); // region name -> Set of keys, or ALL
+  let timer = null, delay = 500, busy = Promise.resolve();
 
-  const keys = (root) => new Map([...root.querySelectorAll("[data-key]")].map((el) => [el.dataset.key, el.dataset.version || ""]));
+  // ---- The one swap mechanism ------------------------------------------------------------------
 
-  async function refresh() {
-    for (const region of regions()) {
-      const url = new URL(location.href);
-      url.searchParams.set("fragment", region.dataset.live);
-      const reply = await fetch(url, { headers: { "X-Requested-With": "fetch" }, credentials: "same-origin" });
-      if (!reply.ok) continue;
-      const before = keys(region);
-      region.innerHTML = await reply.text();
-      for (const el of region.querySelectorAll("[data-key]")) {
-        if (before.get(el.dataset.key) !== (el.dataset.version || "")) el.classList.add("flash");
+  // What the operator is editing: the focused control, or one whose value differs from how the
+  // server rendered it. Its whole form is kept (the node itself: value, focus, caret, any open
+  // confirmation) in place of the form's fresh twin.
+  function edited(el) {
+    if (el.type === "hidden" || el.type === "submit" || el.type === "button") return false;
+    if (el.tagName === "SELECT") {
+      const options = [...el.options];
+      if (el.multiple) return options.some((o) => o.selected !== o.defaultSelected);
+      let shown = options.findIndex((o) => o.defaultSelected);
+      if (shown < 0) shown = options.findIndex((o) => !o.disabled);
+      return el.selectedIndex !== shown;
+    }
+    if (el.type === "checkbox" || el.type === "radio") return el.checked !== el.defaultChecked;
+    return el.value !== el.defaultValue;
+  }
+
+  // A node's identity across renders: tag, form action, name, and its rank among its like in root.
+  function identity(node) {
+    return `${node.tagName}|${node.getAttribute("action") || ""}|${node.getAttribute("name") || ""}|${node.id || ""}`;
+  }
+  function twinOf(node, oldRoot, freshRoot) {
+    const id = identity(node);
+    const alike = (root) => [...root.querySelectorAll(node.tagName)].filter((n) => identity(n) === id);
+    return alike(freshRoot)[alike(oldRoot).indexOf(node)] || null;
+  }
+
+  // Replace target (an element) by fresh (an element or fragment), or, with inner, target's
+  // children by fresh; carrying over edited forms, open <details> and focus.
+  function swap(target, fresh, inner = false) {
+    const active = target.contains(document.activeElement) ? document.activeElement : null;
+    let caret = null;
+    try { caret = active && active.selectionStart != null ? [active.selectionStart, active.selectionEnd] : null; } catch { caret = null; }
+    const kept = new Set();
+    for (const el of target.querySelectorAll("input, select, textarea, button")) {
+      if (el === active || (el.tagName !== "BUTTON" && edited(el))) kept.add(el.form && target.contains(el.form) ? el.form : el);
+    }
+    const root = target;
+    const freshRoot = fresh instanceof DocumentFragment ? fresh : wrap(fresh);
+    for (const details of root.querySelectorAll("details")) {
+      const twin = twinOf(details, root, freshRoot);
+      if (twin) twin.open = details.open;
+    }
+    for (const node of kept) {
+      if ([...kept].some((other) => other !== node && other.contains(node))) continue;
+      const twin = twinOf(node, root, freshRoot);
+      if (twin) twin.replaceWith(node); // the operator's node, as they left it
+    }
+    const flashes = versions(target);
+    if (inner) target.replaceChildren(...freshRoot.childNodes);
+    else target.replaceWith(...freshRoot.childNodes);
+    if (active && active.isConnected && document.activeElement !== active) {
+      active.focus({ preventScroll: true });
+      if (caret) try { active.setSelectionRange(...caret); } catch { /* not a text control */ }
+    }
+    document.body.dataset.liveSwaps = String(Number(document.body.dataset.liveSwaps || 0) + 1);
+    return flashes;
+  }
+
+  function wrap(element) {
+    const fragment = document.createDocumentFragment();
+    fragment.append(element);
+    return fragment;
+  }
+
+  // Highlight what is new or changed: call the returned function on the swapped-in elements.
+  function versions(root) {
+    const before = new Map();
+    for (const el of [root, ...root.querySelectorAll("[data-key]")]) {
+      if (el.dataset && el.dataset.key) before.set(el.dataset.key, el.dataset.version || "");
+    }
+    return (elements) => {
+      for (const top of elements) {
+        for (const el of [top, ...top.querySelectorAll("[data-key]")]) {
+          if (el.dataset && el.dataset.key && before.get(el.dataset.key) !== (el.dataset.version || "")) el.classList.add("flash");
+        }
       }
+    };
+  }
+
+  // ---- Fetching ---------------------------------------------------------------------------------
+
+  async function fetchFragment(name, only) {
+    const url = new URL(location.href);
+    url.searchParams.set("fragment", name);
+    if (only) url.searchParams.set("only", only);
+    const reply = await fetch(url, { headers: { "X-Requested-With": "fetch" }, credentials: "same-origin" });
+    if (!reply.ok) return null;
+    const template = document.createElement("template");
+    template.innerHTML = await reply.text();
+    return template.content;
+  }
+
+  async function refreshRegion(region) {
+    const fresh = await fetchFragment(region.dataset.live);
+    if (!fresh || !region.isConnected) return;
+    const flash = swap(region, fresh, true);
+    flash([...region.children]);
+  }
+
+  // One card's or row's update: the summary parts and the key's elements; anything the page does
+  // not hold yet (a new agent, a task newly matching the filter) means a region refresh.
+  async function refreshKey(region, key) {
+    const fresh = await fetchFragment(region.dataset.live, key);
+    if (!fresh || !region.isConnected) return;
+    const items = [...fresh.querySelectorAll(":scope > [data-part], [data-key]:not([data-key] [data-key])")];
+    const present = (el) => region.querySelector(`[data-key="${CSS.escape(el.dataset.key)}"]`);
+    if (items.some((el) => el.dataset.key && !present(el))) return refreshRegion(region);
+    const returned = new Set(items.map((el) => el.dataset.key).filter(Boolean));
+    const mine = region.dataset.live === "fleet"
+      ? region.querySelectorAll(`[data-alias="${CSS.escape(key)}"]`)
+      : region.querySelectorAll(`[data-key="${CSS.escape(key)}"]`);
+    for (const gone of mine) if (!returned.has(gone.dataset.key)) gone.remove(); // no longer listed here
+    for (const el of items) {
+      const old = el.dataset.part
+        ? region.querySelector(`[data-part="${CSS.escape(el.dataset.part)}"]`)
+        : present(el);
+      if (!old) continue;
+      const flash = swap(old, el);
+      flash([el]);
     }
   }
 
-  function soon() {  // coalesce bursts of events into one refresh
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 150);
+  async function flush() {
+    const batch = pending;
+    pending = new Map();
+    for (const region of regions()) {
+      const keys = batch.get(region.dataset.live);
+      if (!keys) continue;
+      if (keys === ALL || keys.size > BURST) await refreshRegion(region);
+      else for (const key of keys) await refreshKey(region, key);
+    }
   }
 
+  function want(name, key) {
+    const keys = pending.get(name);
+    if (key == null || keys === ALL) pending.set(name, ALL);
+    else pending.set(name, (keys || new Set()).add(key));
+  }
+
+  function soon() { // coalesce bursts of events into one batch; one batch at a time
+    clearTimeout(timer);
+    timer = setTimeout(() => { busy = busy.then(flush, flush); }, 150);
+  }
+
+  // Which regions an event concerns, and by which key.
+  function route(frame) {
+    const p = frame.payload || {};
+    const tasks = [p.task_id, p.parent_task_id, p.child_task_id].filter(Boolean);
+    const isTask = frame.type === "new_task" || frame.type === "task_updated" || frame.type === "task_expired" || frame.type === "chained_reply";
+    for (const region of regions()) {
+      const name = region.dataset.live;
+      if (name === "fleet") {
+        // A session's card; a task or message changes its addressee's inbox count.
+        const aliases = new Set([p.alias, p.to_name, ...(Array.isArray(frame.to) ? frame.to : [])].filter(Boolean));
+        for (const alias of aliases) want(name, alias);
+      } else if (name === "tasks") {
+        if (isTask) for (const id of tasks) want(name, id);
+      } else if (name === "task") {
+        if (tasks.includes(taskPage) || p.task === taskPage || frame.type === "new_task") want(name);
+      } else if (name === "completions") {
+        if (isTask && (frame.type !== "task_updated" || ["replied", "failed"].includes(p.to_status))) want(name);
+      } else {
+        want(name);
+      }
+    }
+    if (pending.size) soon();
+  }
+
+  // ---- The socket -------------------------------------------------------------------------------
+
   function connect() {
-    const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/dashboard`);
-    socket.onopen = () => { delay = 500; badge && badge.classList.add("on"); soon(); };
+    const after = Object.entries(positions).map(([id, seq]) => `${id}:${seq}`).join(",");
+    const query = after ? `?after=${encodeURIComponent(after)}` : "";
+    const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/dashboard${query}`);
+    socket.onopen = () => {
+      delay = 500;
+      if (badge) { badge.classList.add("on"); badge.textContent = "● live"; badge.title = "Live: changes appear as they happen"; }
+    };
     socket.onmessage = (message) => {
       const frame = JSON.parse(message.data);
-      if (frame.type !== "hello" && (!network || frame.network_id === network)) soon();
+      if (frame.type === "hello") {
+        // Networks the page had no position for start where the socket starts.
+        for (const [id, seq] of Object.entries(frame.positions || {})) if (!(id in positions)) positions[id] = seq;
+        return;
+      }
+      if (frame.id != null && frame.network_id) positions[frame.network_id] = Math.max(positions[frame.network_id] || 0, frame.id);
+      if (!network || frame.network_id === network) route(frame);
     };
     socket.onclose = () => {
-      badge && badge.classList.remove("on");
+      if (badge) { badge.classList.remove("on"); badge.textContent = "● reconnecting"; badge.title = "Live updates paused: reconnecting"; }
       setTimeout(connect, delay);
       delay = Math.min(delay * 2, 10000);
     };

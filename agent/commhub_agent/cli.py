@@ -1,0 +1,98 @@
+"""The `commhub-agent` command: channel, run and hook."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from commhub_agent import __version__
+
+EPILOG = """The hub's token comes from COMMHUB_TOKEN, its URL from --hub or COMMHUB_URL.
+State (the channel's feed position, the runner's journal, the hook's shown ids) is kept in
+--state-dir, by default $COMMHUB_AGENT_STATE_DIR or ~/.local/state/commhub-agent."""
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="commhub-agent",
+        description="The agent-side companion of CommHub: wakes Claude Code, runs headless agents,"
+        " keeps sessions going.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=f"commhub-agent {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--hub", help="the hub's URL, e.g. http://127.0.0.1:8000 (default: $COMMHUB_URL)")
+    common.add_argument(
+        "--alias", default=os.environ.get("COMMHUB_ALIAS"), help="this agent's alias (default: $COMMHUB_ALIAS)"
+    )
+    common.add_argument("--state-dir", type=Path, help="where to keep state across restarts")
+    modes = top.add_subparsers(dest="mode", required=True, metavar="{channel,run,hook}")
+
+    channel = modes.add_parser(
+        "channel", parents=[common], help="a Claude Code channel: a stdio MCP server that pushes the alias's tasks"
+    )
+    channel.add_argument("--heartbeat", type=float, default=120.0, help="seconds between heartbeats (default 120)")
+
+    run = modes.add_parser(
+        "run",
+        parents=[common],
+        help="run a command for each task: commhub-agent run --alias A -- codex exec",
+        description="Runs COMMAND once per task delivered to the alias: the task text on stdin and in "
+        "$COMMHUB_TASK, with $COMMHUB_TASK_ID, $COMMHUB_MESSAGE_ID, $COMMHUB_TASK_FROM, $COMMHUB_TASK_PRIORITY "
+        "and $COMMHUB_TASK_CONTEXT. A stdout line 'progress: 40' reports progress. Exit status 0 completes the "
+        "task (replied, with the output); any other fails it with the exit status and the tail of stderr.",
+    )
+    run.add_argument("--concurrency", type=int, default=1, help="tasks run at once (default 1)")
+    run.add_argument("--timeout", type=float, help="seconds a task may run before it is stopped and failed")
+    run.add_argument("--workdir", help="working directory per task; {task_id} and {alias} are filled in")
+    run.add_argument("--stop-grace", type=float, default=10.0, help="on SIGTERM, seconds running tasks get to finish")
+    run.add_argument("--poll", type=float, default=30.0, help="seconds between inbox checks without news (default 30)")
+    run.add_argument("--heartbeat", type=float, default=120.0, help="seconds between heartbeats when idle")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- the command to run, and its arguments")
+
+    hook = modes.add_parser("hook", parents=[common], help="Claude Code hooks: `hook stop` for the Stop event")
+    hook.add_argument("event", choices=["stop"], help="the hook event (stop)")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if not args.alias:
+        parser().error("give the agent's alias with --alias or COMMHUB_ALIAS")
+    from commhub_agent.hub import config_from
+
+    config = config_from(args.hub, args.alias)
+    if args.mode == "channel":
+        from commhub_agent.channel import run_channel
+
+        run_channel(config, state_dir=args.state_dir, heartbeat=args.heartbeat)
+        return 0
+    if args.mode == "run":
+        from commhub_agent.runner import Options, run_runner
+
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            parser().error("run needs a command after --, e.g. commhub-agent run --alias A -- codex exec")
+        if args.concurrency < 1:
+            parser().error("--concurrency must be at least 1")
+        options = Options(
+            command=command,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            workdir=args.workdir,
+            stop_grace=args.stop_grace,
+            poll=args.poll,
+            heartbeat=args.heartbeat,
+        )
+        run_runner(config, options, state_dir=args.state_dir)
+        return 0
+    from commhub_agent.hook import run_stop_hook
+
+    return run_stop_hook(config, state_dir=args.state_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

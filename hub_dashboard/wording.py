@@ -1,0 +1,86 @@
+"""Refusals in an operator's words.
+
+Services raise HubError with text written for agents ("Fix the argument `ttl_seconds` and call
+again: ..."), which MCP and REST answer unchanged. The dashboard shows the same refusal next to
+the form field it is about, in plain language; this is the one place that translation lives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from commhub.errors import HubError
+
+# What each argument is called on the dashboard's forms.
+LABELS = {
+    "alias": "Agent",
+    "new_alias": "Agent",
+    "task": "Task",
+    "priority": "Priority",
+    "context": "Context",
+    "ttl_seconds": "Time to live",
+    "parent_task_id": "Parent task",
+    "reason": "Reason",
+    "message": "Message",
+    "filter_server": "Server",
+    "filter_status": "Status",
+}
+
+# (field, what validation found) -> the sentence an operator needs; the first pattern that matches wins.
+SENTENCES: dict[str, list[tuple[str, str]]] = {
+    "alias": [(r"required|empty", "Choose or type the agent that should do this task.")],
+    "new_alias": [(r"required|empty", "Choose an agent to hand the task to.")],
+    "task": [(r"required|empty", "Describe the task for the agent.")],
+    "ttl_seconds": [
+        (
+            r".",
+            "Enter the time to live as a whole number of seconds, from 1 to 86400 (one day), "
+            "or leave it empty for one hour.",
+        )
+    ],
+    "parent_task_id": [(r".", "Enter the id of an existing task (copy it from its page), or leave it empty.")],
+}
+
+GENERIC = [
+    (r"required|must not be empty", "{label} is required."),
+    (r"is longer than (\d+) characters", "{label} is too long: at most {0} characters."),
+    (r"NUL|surrogate", "{label} contains characters that are not text; retype it."),
+    (r"must be one of (.*?) \(got", "Choose one of: {0}."),
+]
+
+# Codes whose own message is written for agents; others (permission_denied, ...) already read plainly.
+CODES = {
+    "parent_task_not_found": ("parent_task_id", "No task with this id in this network; check the parent task."),
+    "task_not_retryable": ("", "Only a failed, expired or cancelled task can be retried."),
+    "rate_limited": ("", "Too many changes in a short time; wait a moment and try again."),
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    field: str  # the form field it is about, or "" for the form as a whole
+    text: str
+
+
+def refusal_for_operator(refusal: HubError) -> Refusal:
+    """The refusal as the dashboard shows it: which field, and what to do, in plain words."""
+    if refusal.code == "task_terminal":
+        status = refusal.error.rsplit("(", 1)[-1].rstrip(")")
+        return Refusal(
+            "", f"This task has already ended ({status}); only a failed, expired or cancelled one can be retried."
+        )
+    if refusal.code in CODES:
+        return Refusal(*CODES[refusal.code])
+    field = str(refusal.extra.get("field") or "")
+    if refusal.code != "invalid_argument" or not field:
+        return Refusal("", refusal.message)
+    problem = refusal.error.removeprefix(f"{field}: ")
+    label = LABELS.get(field, field.replace("_", " ").capitalize())
+    for pattern, sentence in SENTENCES.get(field, []):
+        if re.search(pattern, problem):
+            return Refusal(field, sentence)
+    for pattern, sentence in GENERIC:
+        if found := re.search(pattern, problem):
+            return Refusal(field, sentence.format(*found.groups(), label=label))
+    return Refusal(field, f"{label} {problem}.")

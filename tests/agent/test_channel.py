@@ -1,0 +1,192 @@
+"""`commhub-agent channel` spawned over stdio by the official MCP client, against a live hub."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp.client.extension import ClientExtension, NotificationBinding
+from mcp.client.stdio import StdioServerParameters
+from pydantic import BaseModel
+
+from tests.agent.conftest import companion_env, rest, restart_hub
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ALIAS = "claude-1"
+
+
+class ChannelParams(BaseModel):
+    content: str
+    meta: dict[str, str]
+
+
+class Inbox(ClientExtension):
+    """Collects the channel's pushes, as Claude Code would receive them."""
+
+    identifier = "io.commhub.test/channel"
+
+    def __init__(self) -> None:
+        self.received: list[ChannelParams] = []
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        return [
+            NotificationBinding(method="notifications/claude/channel", params_type=ChannelParams, handler=self._on_push)
+        ]
+
+    async def _on_push(self, params: ChannelParams) -> None:
+        self.received.append(params)
+
+
+def _channel_pids() -> set[int]:
+    """The channel processes this test started (children of the SDK's stdio transport)."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"commhub_agent" in cmdline and b"channel" in cmdline:
+            pids.add(int(entry.name))
+    return pids
+
+
+@asynccontextmanager
+async def channel(env: dict[str, str], inbox: Inbox) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=env["PYTHON"], args=["-m", "commhub_agent", "channel", "--alias", ALIAS, "--heartbeat", "5"], env=env
+    )
+    # mode="legacy": the initialize handshake, as Claude Code connects to its MCP servers.
+    async with Client(params, mode="legacy", extensions=[inbox]) as client:
+        yield client
+
+
+async def until(condition: Any, within: float, what: str) -> None:
+    with anyio.fail_after(within):
+        while not condition():
+            await anyio.sleep(0.05)
+    assert condition(), what
+
+
+def task_ids(inbox: Inbox) -> list[str]:
+    return [p.meta["task_id"] for p in inbox.received if p.meta["event"] == "new_task"]
+
+
+def test_channel_delivers_every_task_once_across_a_sigkill_and_a_hub_restart(live_hub, dispatcher, worker, state_dir):
+    import sys
+
+    env = {**companion_env(live_hub, worker, state_dir), "PYTHON": sys.executable}
+    sent: list[dict[str, Any]] = []
+
+    def send(count: int, pause: float, start: int = 0) -> None:
+        for n in range(start, start + count):
+            body = {"alias": ALIAS, "task": f"task number {n}", "from_session": "planner"}
+            body["priority"] = ("high", "normal", "low")[n % 3]
+            reply = rest(live_hub, dispatcher, "POST", "/tasks", json=body)
+            assert reply["ok"], reply
+            sent.append({**body, "task_id": reply["task_id"]})
+            time.sleep(pause)
+
+    async def scenario() -> None:
+        first, second = Inbox(), Inbox()
+        async with channel(env, first) as client:
+            caps = client.server_capabilities
+            assert caps.experimental == {"claude/channel": {}}
+            assert "ack_inbox" in client.instructions and "report_completion" in client.instructions
+            assert ALIAS in client.instructions
+            # Once the channel follows the feed, a message reaches it: from then on nothing is missed.
+            probe = rest(live_hub, dispatcher, "POST", "/messages", json={"alias": ALIAS, "message": "hello"})
+            await until(lambda: len(first.received) == 1, 30, "the probe message")
+            (hello,) = first.received
+            assert hello.content == "hello"
+            assert hello.meta["event"] == "new_message" and hello.meta["message_id"] == probe["message_id"]
+
+            sender = threading.Thread(target=send, args=(50, 0.04))
+            sender.start()
+            await until(lambda: len(task_ids(first)) >= 15, 60, "15 tasks before the kill")
+            (pid,) = _channel_pids()
+            os.kill(pid, signal.SIGKILL)  # mid-stream: the sender is still sending
+            await anyio.sleep(1)  # what was on the pipe before the kill is still read
+        assert len(task_ids(first)) < 50, "the kill should land mid-stream"
+
+        async with channel(env, second) as client:
+            await anyio.to_thread.run_sync(sender.join)
+            await until(lambda: len(task_ids(first)) + len(task_ids(second)) >= 50, 60, "all 50 tasks")
+            await anyio.sleep(1)  # anything extra (a duplicate) would come now
+            seen = collections.Counter(task_ids(first) + task_ids(second))
+            assert sorted(seen) == sorted(t["task_id"] for t in sent)
+            assert set(seen.values()) == {1}, [t for t, n in seen.items() if n > 1]
+            pushes = {p.meta["task_id"]: p for p in first.received + second.received if p.meta["event"] == "new_task"}
+            for task in sent:
+                push = pushes[task["task_id"]]
+                assert push.content == task["task"]
+                assert push.meta["from"] == "planner"
+                assert push.meta["priority"] == task["priority"]
+                assert push.meta["kind"] == "task"
+                assert push.meta["message_id"] == task["task_id"]
+                assert int(push.meta["event_id"]) > 0
+
+            # The hub goes away and comes back on the same URL: the channel reconnects and continues.
+            await anyio.to_thread.run_sync(restart_hub, live_hub)
+            await anyio.to_thread.run_sync(send, 5, 0.0, 50)
+            await until(
+                lambda: {t["task_id"] for t in sent[50:]} <= set(task_ids(second)), 60, "tasks after the restart"
+            )
+            await anyio.sleep(0.5)
+            assert collections.Counter(task_ids(first) + task_ids(second)).most_common(1)[0][1] == 1
+
+            await proxied_tools_answer_as_the_hub_does(client, live_hub, worker, sent[0]["task_id"])
+        # The client closed the session: the channel said it went offline.
+        status = await anyio.to_thread.run_sync(lambda: worker.mcp(live_hub, "get_session_status", alias=ALIAS))
+        assert status["session"]["status"] == "offline"
+
+    anyio.run(scenario)
+
+
+async def proxied_tools_answer_as_the_hub_does(client: Client, hub: Any, worker: Any, task_id: str) -> None:
+    listed = await client.list_tools()
+    assert len(listed.tools) == 17
+    tools = {tool.name: tool for tool in listed.tools}
+    assert "alias" not in tools["get_inbox"].input_schema.get("required", [])
+    assert "alias" in tools["send_task"].input_schema["required"]  # there the alias is the addressee
+
+    def direct(tool: str, **arguments: Any) -> dict[str, Any]:
+        return worker.mcp(hub, tool, **arguments)
+
+    # The session reported itself (claude-code, its host and cwd) when the channel started.
+    proxied = await client.call_tool("get_session_status", {})
+    outcome = json.loads(proxied.content[0].text)
+    assert outcome == proxied.structured_content
+    assert outcome["ok"] and outcome["session"]["agent"] == "claude-code"
+    assert outcome["session"]["project_dir"]
+    assert outcome == direct("get_session_status", alias=ALIAS)
+
+    got = await client.call_tool("get_task", {"task_id": task_id})
+    assert json.loads(got.content[0].text) == direct("get_task", task_id=task_id)
+
+    # A refusal comes back as the hub words it, isError and all.
+    missing = await client.call_tool("get_task", {"task_id": "no-such-task"})
+    assert missing.is_error
+    assert json.loads(missing.content[0].text) == direct("get_task", task_id="no-such-task")
+
+    # The alias is filled in: ack one delivery and report progress without naming ourselves.
+    acked = await client.call_tool("ack_inbox", {"message_id": task_id})
+    assert json.loads(acked.content[0].text) == {"ok": True}
+    working = await client.call_tool("report_status", {"status": "working", "task": task_id, "progress": 40})
+    assert json.loads(working.content[0].text)["ok"]
+    assert direct("get_task", task_id=task_id)["task"]["status"] == "running"
+    assert direct("get_session_status", alias=ALIAS)["session"]["progress"] == 40
