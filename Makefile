@@ -34,3 +34,4 @@ test: setup
 lint: setup
 	$(PY) -m pip install --quiet ruff==0.17.5
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports

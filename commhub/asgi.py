@@ -13,12 +13,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from commhub.body import whole_bodies  # noqa: E402
-from hub_events.routing import websocket_urlpatterns  # noqa: E402
+from hub_core.body import whole_bodies  # noqa: E402
+from hub_live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # Chunked bodies get their length before Django sizes them (commhub.body).
+        # Chunked bodies get their length before Django sizes them (hub_core.body).
         "http": whole_bodies(http),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -5,11 +5,11 @@ The guard sits in the authentication backend, the one place every login passes t
 failures (COMMHUB_LOGIN_FAILURE_LIMIT, COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT), it refuses before
 checking the password, so even the right one is refused. Failures are counted from Django's
 `user_login_failed` signal, sent once when every backend has said no (a success never counts).
-The counts live in commhub.ratelimit's store (Redis when REDIS_URL is set: shared by every process).
+The counts live in hub_core.ratelimit's store (Redis when REDIS_URL is set: shared by every process).
 
-The refusal is a HubError("login_locked", status=429, retry_after=N); the login forms below turn it
-into a form error naming the wait. Each lockout writes an audit row (no network: superusers read
-it in the admin).
+The refusal is a HubError("login_locked", status=429, retry_after=N); the login forms (the admin's
+below, the dashboard's in hub_dashboard.forms, both through LockoutMessage) turn it into a form error
+naming the wait. Each lockout writes an audit row (no network: superusers read it in the admin).
 """
 
 from __future__ import annotations
@@ -19,21 +19,20 @@ import math
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.signals import user_login_failed
 from django.db import transaction
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from commhub import ratelimit
-from commhub.errors import HubError
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
+from hub_core import ratelimit
+from hub_core.errors import HubError
+from hub_dashboard.forms import LockoutMessage
 
 
 def _keys(request: HttpRequest | None, username: str | None) -> dict[str, str]:
@@ -115,24 +114,5 @@ def login_lockout_audit(*, lock: ratelimit.LoginLock, request: HttpRequest | Non
     )
 
 
-class _LockoutMessage(forms.Form):
-    """Shows a lockout as the form's error, with the wait; `retry_after` is set while locked."""
-
-    retry_after: int | None = None
-
-    def clean(self) -> dict[str, Any]:
-        try:
-            return super().clean()
-        except HubError as error:
-            if error.code != "login_locked":
-                raise
-            self.retry_after = error.extra["retry_after"]
-            raise forms.ValidationError(error.message, code="login_locked") from None
-
-
-class LoginForm(_LockoutMessage, AuthenticationForm):
-    """The dashboard's login form."""
-
-
-class AdminLoginForm(_LockoutMessage, AdminAuthenticationForm):
+class AdminLoginForm(LockoutMessage, AdminAuthenticationForm):
     """The admin's login form (staff only, as Django's)."""

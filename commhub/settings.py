@@ -77,10 +77,16 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    # Bottom to top (pyproject.toml [tool.importlinter] holds the layers to this order).
+    "hub_core",
     "hub_agents",
     "hub_tasks",
-    "hub_mcp",
     "hub_events",
+    "hub_fleet",
+    "hub_tools",
+    "hub_api",
+    "hub_mcp",
+    "hub_live",
     "hub_dashboard",
 ]
 
@@ -246,15 +252,15 @@ AUTHENTICATION_BACKENDS = ["commhub.login_guard.GuardedModelBackend"]
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Bearer first: an unauthenticated call then answers 401 with a Bearer challenge.
-        "commhub.api.auth.BearerTokenAuthentication",
+        "hub_api.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["commhub.api.auth.HasActor"],
-    "DEFAULT_PARSER_CLASSES": ["commhub.api.parsers.JSONObjectParser"],
+    "DEFAULT_PERMISSION_CLASSES": ["hub_api.auth.HasActor"],
+    "DEFAULT_PARSER_CLASSES": ["hub_api.parsers.JSONObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # \u-escape non-ASCII: a client's stray surrogate echoed in an error can never break encoding.
     "UNICODE_JSON": False,
-    "EXCEPTION_HANDLER": "commhub.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "hub_api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
@@ -273,8 +279,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Enums stay inline (no shared components), so each can say whether null is allowed.
     "POSTPROCESSING_HOOKS": [
-        "commhub.api.endpoints.require_request_bodies",
-        "commhub.api.endpoints.link_operations",
+        "hub_api.endpoints.require_request_bodies",
+        "hub_api.endpoints.link_operations",
     ],
 }
 

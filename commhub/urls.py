@@ -4,18 +4,18 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from commhub.api.errors import api_not_found
 from commhub.health import healthz
 from commhub.login_guard import AdminLoginForm
-from hub_events.sse import event_stream
+from hub_api.errors import api_not_found
+from hub_live.sse import event_stream
 from hub_mcp.views import mcp_endpoint, well_known_not_found
 
 # The admin's login goes through the failed-login guard like the dashboard's (commhub.login_guard).
 admin.site.login_form = AdminLoginForm
 
 api = [
-    path("", include("hub_agents.apis")),
-    path("", include("hub_tasks.apis")),
+    path("", include("hub_api.agents")),
+    path("", include("hub_api.tasks")),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: the pages' CSP runs no inline script.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
@@ -34,4 +34,4 @@ urlpatterns = [
     path("", include("hub_dashboard.urls")),
 ]
 
-handler500 = "commhub.api.errors.server_error"
+handler500 = "hub_api.errors.server_error"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from commhub.errors import HubError, permission_denied
 from hub_agents.models import ADMIN_ROLES, WRITE_ROLES
+from hub_core.errors import HubError, permission_denied
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,6 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from commhub import validate
-from commhub.errors import HubError
 from hub_agents.models import AgentSession, ApiToken, AuditEntry, Membership, Network, Node, Role
 from hub_agents.services import (
     membership_remove,
@@ -27,6 +25,8 @@ from hub_agents.services import (
     token_create,
     token_revoke,
 )
+from hub_core import validate
+from hub_core.errors import HubError
 
 
 def actor_label(request: HttpRequest) -> str:

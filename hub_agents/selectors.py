@@ -9,13 +9,11 @@ from django.conf import settings
 from django.db.models import Case, CharField, Count, F, QuerySet, Value, When
 from django.utils import timezone
 
-from commhub import validate
-from commhub.errors import permission_denied
-from commhub.formats import timestamp
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
-from hub_tasks.lifecycle import tasks_expire_due
-from hub_tasks.models import Completion, InboxMessage, Task, TaskStatus
+from hub_core import validate
+from hub_core.errors import permission_denied
+from hub_core.formats import timestamp
 
 SESSION_COLUMNS = (
     "resume_id", "alias", "status", "task", "output", "score", "progress", "server", "hostname",
@@ -78,70 +76,6 @@ def session_list(
         "sessions": [session_row(session) for session in sessions.order_by("network_id", "alias", "id")],
         "summary": [{"status": row["effective_status"], "count": row["count"]} for row in summary],
     }
-
-
-def session_get(*, actor: Actor, alias: object, network_id: object = None) -> dict[str, Any]:
-    """get_session_status: the alias's session (or null), pending inbox and 5 latest completions."""
-    alias = validate.required_identifier("alias", alias)
-    networks = actor.readable_networks(validate.identifier("network_id", network_id))
-    now = timezone.now()
-    tasks_expire_due(network_ids=networks, now=now)
-    session = (
-        with_effective_status(AgentSession.objects.filter(network_id__in=networks, alias=alias), now)
-        .order_by("-last_seen_at")
-        .first()
-    )
-    # Without a session, still answer for the alias's inbox across the scope: tasks may wait for it.
-    scope = [session.network_id] if session else networks
-    completions = Completion.objects.filter(network_id__in=scope, session_name=alias).order_by("-completed_at")[:5]
-    return {
-        "ok": True,
-        "session": session_row(session) if session else None,
-        "inbox_pending": InboxMessage.objects.pending(network_ids=scope, alias=alias).count(),
-        "recent_completions": [completion.as_row() for completion in completions],
-    }
-
-
-def fleet(*, actor: Actor, network_id: str) -> dict[str, Any]:
-    """The dashboard's fleet: every session with its pending inbox, online ones first."""
-    listed = session_list(actor=actor, network_id=network_id)
-    pending = dict(
-        InboxMessage.objects.filter(network_id=network_id, acked_at__isnull=True)
-        .values_list("to_alias")
-        .annotate(count=Count("id"))
-    )
-    current = _current_tasks(network_id=network_id, sessions=listed["sessions"])
-    sessions = [
-        {**row, "inbox_pending": pending.get(row["alias"], 0), "current_task": current.get(row["resume_id"])}
-        for row in listed["sessions"]
-    ]
-    sessions.sort(key=lambda row: (row["status"] == SessionStatus.OFFLINE, row["alias"]))
-    return {"sessions": sessions, "summary": listed["summary"]}
-
-
-def _current_tasks(*, network_id: str, sessions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each session's current hub task, by resume_id: the task its status names by id, else its
-    alias's newest running one. `since` is when that task started (or was delivered): what
-    "stuck for how long" is measured from. Two queries for the whole fleet, not one per card."""
-    columns = ("task_id", "to_name", "content", "status", "created_at", "delivered_at", "started_at")
-    named = {row["task"] for row in sessions if row["task"]}
-    by_id = {row["task_id"]: row for row in Task.objects.filter(network_id=network_id, pk__in=named).values(*columns)}
-    running: dict[str, dict[str, Any]] = {}
-    for row in (
-        Task.objects.filter(
-            network_id=network_id, status=TaskStatus.RUNNING, to_name__in={s["alias"] for s in sessions}
-        )
-        .order_by("started_at")
-        .values(*columns)
-    ):
-        running[row["to_name"]] = row  # ascending, so the newest wins
-    current = {}
-    for session in sessions:
-        task = by_id.get(session["task"] or "") or running.get(session["alias"])
-        if task is not None:
-            since = task["started_at"] or task["delivered_at"] or task["created_at"]
-            current[session["resume_id"]] = {**task, "since": since}
-    return current
 
 
 def audit_list(*, actor: Actor, network_id: str) -> QuerySet[AuditEntry]:

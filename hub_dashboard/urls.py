@@ -4,8 +4,8 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from commhub.login_guard import LoginForm
 from hub_dashboard import views
+from hub_dashboard.forms import LoginForm
 
 app_name = "dashboard"
 

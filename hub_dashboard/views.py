@@ -17,14 +17,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from commhub.errors import HubError
 from hub_agents.actors import Actor
 from hub_agents.models import Network, SessionStatus
-from hub_agents.selectors import audit_list, fleet
+from hub_agents.selectors import audit_list
 from hub_agents.services import actor_for_user, network_default_for
+from hub_core.errors import HubError
 from hub_dashboard.chart import bar_chart
 from hub_dashboard.wording import refusal_for_operator
 from hub_events.selectors import events_position
+from hub_fleet.selectors import fleet
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
 from hub_tasks.selectors import completion_feed, completion_hours, task_family, task_page
 from hub_tasks.services import broadcast_send, task_cancel, task_reassign, task_retry, task_send

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from commhub.errors import HubError
+from hub_core.errors import HubError
 
 # What each argument is called on the dashboard's forms.
 LABELS = {

@@ -12,8 +12,8 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
-from commhub.formats import timestamp
 from hub_agents.models import Network
+from hub_core.formats import timestamp
 
 OPERATORS = ""  # the audience of the copy every network's operators receive
 

@@ -17,7 +17,7 @@ from hub_mcp.protocol import (
     Exchange,
     RpcError,
 )
-from hub_mcp.tools import TOOLS, TOOLS_BY_NAME
+from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 
 SERVER_INFO = {"name": "commhub", "title": "CommHub", "version": "0.1.0"}
 INSTRUCTIONS = (

@@ -23,11 +23,11 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.http.request import validate_host
 from django.views.decorators.csrf import csrf_exempt
 
-from commhub.body import read_body
-from commhub.errors import HubError
-from commhub.waiting import Pending, Poll, no_waiting
 from hub_agents.actors import Actor
 from hub_agents.services import token_authenticate
+from hub_core.body import read_body
+from hub_core.errors import HubError
+from hub_core.waiting import Pending, Poll, no_waiting
 from hub_mcp.handlers import answer
 from hub_mcp.protocol import (
     BATCH_VERSIONS,
@@ -78,7 +78,7 @@ class Unauthorized(Exception):
 
 @csrf_exempt
 async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
-    # Async only so that get_inbox with wait_seconds can wait without a thread (commhub.waiting).
+    # Async only so that get_inbox with wait_seconds can wait without a thread (hub_core.waiting).
     poll = Poll(lambda: _respond(request))
     outcome = await poll.first()
     if not isinstance(outcome, Pending):

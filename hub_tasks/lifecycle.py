@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from commhub.events import EventType, HubEvent, publish
-from commhub.formats import timestamp
+from hub_core.events import EventType, HubEvent, publish
+from hub_core.formats import timestamp
 from hub_tasks.models import (
     TERMINAL,
     TRANSITIONS,

@@ -12,8 +12,8 @@ from django.db import models
 from django.db.models import Case, IntegerField, Q, Value, When
 from django.utils import timezone
 
-from commhub.formats import timestamp
 from hub_agents.models import Network
+from hub_core.formats import timestamp
 
 
 def new_id() -> str:

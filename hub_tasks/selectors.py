@@ -9,11 +9,11 @@ from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 from django.utils import timezone
 
-from commhub import validate
-from commhub.doorbell import feed_group
-from commhub.errors import task_not_found
-from commhub.waiting import nothing_yet
 from hub_agents.actors import Actor
+from hub_core import validate
+from hub_core.doorbell import feed_group
+from hub_core.errors import task_not_found
+from hub_core.waiting import nothing_yet
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent, TaskStatus
 

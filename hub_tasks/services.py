@@ -13,14 +13,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from commhub import validate
-from commhub.errors import HubError, task_not_found, task_terminal
-from commhub.events import EventType, HubEvent, publish
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
+from hub_core import validate
+from hub_core.errors import HubError, task_not_found, task_terminal
+from hub_core.events import EventType, HubEvent, publish
 from hub_tasks.lifecycle import (
     HUB,
     inbox_deliver,

@@ -9,18 +9,18 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.db import connection
 
-from commhub import ratelimit
-from commhub.events import HubEvent, hub_event
 from hub_agents.actors import Actor
 from hub_agents.models import Network
 from hub_agents.services import (
     membership_set,
     network_create,
-    session_report,
     token_authenticate,
     token_create,
     user_get_or_create,
 )
+from hub_core import ratelimit
+from hub_core.events import HubEvent, hub_event
+from hub_fleet.services import session_report
 
 ActorFactory = Callable[..., Actor]
 

@@ -37,14 +37,15 @@ from django.http import HttpResponse
 from django.test import AsyncClient, Client
 from django.urls import resolve
 
-from hub_agents.apis import urlpatterns as agent_urlpatterns
 from hub_agents.models import AgentSession, AuditEntry, Network, Node
-from hub_agents.services import membership_set, network_create, session_report, token_authenticate, token_create
+from hub_agents.services import membership_set, network_create, token_authenticate, token_create
+from hub_api.agents import urlpatterns as agent_urlpatterns
+from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_events.models import Event
-from hub_mcp.tools import TOOLS, TOOLS_BY_NAME
-from hub_tasks.apis import urlpatterns as task_urlpatterns
+from hub_fleet.services import session_report
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
 from hub_tasks.services import completion_report, message_send, reply_send, task_cancel, task_send
+from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 from tests.commhub.test_api_endpoints import assert_refused
 from tests.hub_mcp.test_endpoint_http import call
 

@@ -18,7 +18,7 @@ from django.test import Client
 from hub_agents.models import Network
 from hub_agents.services import membership_set, token_create, token_revoke
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (commhub.waiting),
+# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
 # on connections of their own: the data they read must be committed, not held in a test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,9 +19,10 @@ from django.core.management import call_command
 from django.test import Client
 
 from hub_agents.models import Network
-from hub_agents.services import session_report, token_authenticate, token_create
+from hub_agents.services import token_authenticate, token_create
+from hub_fleet.services import session_report
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (commhub.waiting),
+# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
 # on connections of their own: the data they read must be committed, not held in a test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,14 +24,14 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-import hub_agents.apis
-import hub_tasks.apis
-from commhub import ratelimit
+import hub_api.agents
+import hub_api.tasks
 from hub_agents.models import AgentSession, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
-from hub_mcp.tools import TOOLS_BY_NAME, Tool
+from hub_core import ratelimit
 from hub_tasks.models import Completion, InboxMessage, Task
 from hub_tasks.services import task_send
+from hub_tools.tools import TOOLS_BY_NAME, Tool
 from tests.hub_mcp.test_hostile_input import (
     FUZZ,
     HOSTILE_TEXT,
@@ -99,7 +99,7 @@ POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
 def test_the_fuzzed_endpoints_are_every_endpoint_in_the_url_conf() -> None:
     served = {
         (method, str(pattern.pattern))
-        for pattern in [*hub_agents.apis.urlpatterns, *hub_tasks.apis.urlpatterns]
+        for pattern in [*hub_api.agents.urlpatterns, *hub_api.tasks.urlpatterns]
         for method in ("get", "post", "put", "patch", "delete")
         if hasattr(pattern.callback.cls, method)
     }

@@ -16,9 +16,9 @@ import pytest
 from django.contrib.auth import aauthenticate, authenticate
 from django.test import RequestFactory
 
-from commhub import ratelimit
-from commhub.errors import HubError
 from hub_agents.models import AuditEntry
+from hub_core import ratelimit
+from hub_core.errors import HubError
 from tests.hub_events.conftest import Hub, hub_server  # noqa: F401  (the live-hub fixture, shared)
 
 PASSWORD = "correct horse battery staple"

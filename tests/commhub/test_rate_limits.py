@@ -17,11 +17,11 @@ from django.http import HttpResponse
 from django.test import Client
 from freezegun import freeze_time
 
-from commhub import ratelimit
 from hub_agents.models import Network
 from hub_agents.services import token_create
+from hub_core import ratelimit
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (commhub.waiting),
+# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
 # on connections of their own: the data they read must be committed, not held in a test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -278,11 +278,11 @@ def test_a_broken_storage_lets_writes_through(client, network, settings, caplog)
     limit_writes(settings, "1/minute", storage="redis://127.0.0.1:1/0")  # nothing listens on port 1
     token = new_token(network)
 
-    with caplog.at_level(logging.WARNING, logger="commhub.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="hub_tools.ratelimit"):
         for n in range(3):
             assert_written(rest_send_task(client, token, f"rest {n}"))
         assert mcp_send_task(client, token, "mcp 0")["ok"] is True
 
     assert task_texts(client, token) == ["mcp 0", "rest 0", "rest 1", "rest 2"]
-    warnings = [r for r in caplog.records if r.name == "commhub.ratelimit" and r.levelno == logging.WARNING]
+    warnings = [r for r in caplog.records if r.name == "hub_tools.ratelimit" and r.levelno == logging.WARNING]
     assert len(warnings) == 4

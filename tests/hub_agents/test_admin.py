@@ -20,12 +20,12 @@ from hub_agents.models import ApiToken, AuditEntry, Membership, Network
 from hub_agents.services import (
     actor_for_user,
     membership_set,
-    session_report,
     token_authenticate,
     token_create,
     token_revoke,
     user_get_or_create,
 )
+from hub_fleet.services import session_report
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from hub_tasks.services import completion_report, task_cancel, task_send
 

@@ -18,7 +18,6 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 
-from commhub.errors import HubError
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, ApiToken, AuditEntry, Membership, Network
 from hub_agents.services import (
@@ -26,12 +25,13 @@ from hub_agents.services import (
     membership_set,
     network_create,
     network_delete,
-    session_report,
     token_authenticate,
     token_create,
     token_revoke,
     user_get_or_create,
 )
+from hub_core.errors import HubError
+from hub_fleet.services import session_report
 from hub_tasks.models import InboxMessage, Task
 from hub_tasks.services import broadcast_send, reply_send, task_cancel, task_send
 

@@ -8,8 +8,9 @@ import pytest
 from django.conf import settings
 from freezegun import freeze_time
 
-from commhub.errors import HubError
-from hub_agents.selectors import session_get, session_list
+from hub_agents.selectors import session_list
+from hub_core.errors import HubError
+from hub_fleet.selectors import session_get
 from hub_tasks.selectors import completion_list, task_get, task_list
 from hub_tasks.services import completion_report, inbox_ack, message_send, reply_send, task_send
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from freezegun import freeze_time
 
-from commhub.errors import HubError
-from commhub.events import EVENT_SCHEMA, EventType
 from hub_agents.models import AgentSession, Node
-from hub_agents.services import session_report
+from hub_core.errors import HubError
+from hub_core.events import EVENT_SCHEMA, EventType
+from hub_fleet.services import session_report
 from hub_tasks.models import Task
 from hub_tasks.selectors import task_get
 from hub_tasks.services import inbox_ack, message_send, task_send

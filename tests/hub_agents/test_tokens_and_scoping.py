@@ -11,11 +11,13 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from freezegun import freeze_time
 
-from commhub.errors import HubError
-from commhub.events import EVENT_SCHEMA, EventType, HubEvent
 from hub_agents.models import ApiToken, Membership, Network
-from hub_agents.selectors import session_get, session_list
-from hub_agents.services import session_report, token_authenticate, token_create, token_revoke, user_get_or_create
+from hub_agents.selectors import session_list
+from hub_agents.services import token_authenticate, token_create, token_revoke, user_get_or_create
+from hub_core.errors import HubError
+from hub_core.events import EVENT_SCHEMA, EventType, HubEvent
+from hub_fleet.selectors import session_get
+from hub_fleet.services import session_report
 from hub_tasks.selectors import completion_list, inbox_list, task_get, task_list
 from hub_tasks.services import completion_report, message_send, task_cancel, task_send
 

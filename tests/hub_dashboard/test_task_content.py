@@ -12,9 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from freezegun import freeze_time
 
-from commhub.errors import HubError
 from hub_agents.models import AuditEntry
 from hub_agents.services import membership_set
+from hub_core.errors import HubError
 from hub_tasks.models import Task
 from hub_tasks.services import completion_report, reply_send, task_retry, task_send
 

@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
-from commhub.doorbell import Doorbell, feed_group
+from hub_core.doorbell import Doorbell, feed_group
 from hub_events.models import OPERATORS, Event
 from hub_events.selectors import events_after, events_position
 from hub_events.services import events_prune, events_seal_leftovers
@@ -124,7 +124,7 @@ def test_a_large_broadcast_is_sealed_whole_after_commit(agent, network, django_c
 
 def test_an_sse_keepalive_ends_the_stream_of_a_revoked_token(network):
     from hub_agents.services import token_create, token_revoke
-    from hub_events.sse import _keepalive
+    from hub_live.sse import _keepalive
 
     token, raw = token_create(network=network, role="member")
     assert _keepalive(raw, network.id, "coder") is True

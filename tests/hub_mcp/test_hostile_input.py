@@ -24,13 +24,14 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from commhub import ratelimit
 from hub_agents.models import Network
-from hub_agents.services import session_report, token_authenticate, token_create
-from hub_mcp.tools import TOOLS, TOOLS_BY_NAME, Tool
+from hub_agents.services import token_authenticate, token_create
+from hub_core import ratelimit
+from hub_fleet.services import session_report
 from hub_tasks.services import message_send, task_send
+from hub_tools.tools import TOOLS, TOOLS_BY_NAME, Tool
 
-# /mcp runs its database work on the shared thread pool (commhub.waiting), on connections of its
+# /mcp runs its database work on the shared thread pool (hub_core.waiting), on connections of its
 # own: what it reads (the token, the tasks) must be committed, not held in a test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
 

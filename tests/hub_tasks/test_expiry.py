@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from commhub.errors import HubError
-from commhub.events import EventType
-from hub_agents.selectors import session_get
+from hub_core.errors import HubError
+from hub_core.events import EventType
+from hub_fleet.selectors import session_get
 from hub_tasks.models import Completion, Task, TaskEvent
 from hub_tasks.selectors import inbox_list, task_get, task_list
 from hub_tasks.services import (

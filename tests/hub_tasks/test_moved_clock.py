@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 from freezegun.api import FrozenDateTimeFactory
 
-from commhub.errors import HubError
-from commhub.formats import timestamp
 from hub_agents.actors import Actor
 from hub_agents.models import Network
-from hub_agents.selectors import fleet, session_get, session_list
-from hub_agents.services import session_report
+from hub_agents.selectors import session_list
+from hub_core.errors import HubError
+from hub_core.formats import timestamp
 from hub_events.models import OPERATORS, Event
+from hub_fleet.selectors import fleet, session_get
+from hub_fleet.services import session_report
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from hub_tasks.selectors import inbox_list, task_get, task_list
 from hub_tasks.services import (

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from commhub.errors import HubError
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, AuditEntry
-from hub_agents.services import session_report
+from hub_core.errors import HubError
 from hub_events.models import OPERATORS, Event
+from hub_fleet.services import session_report
 from hub_tasks.models import TERMINAL, Completion, InboxMessage, Task, TaskEvent
 from hub_tasks.services import (
     completion_report,

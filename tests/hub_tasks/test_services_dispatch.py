@@ -11,9 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 from freezegun import freeze_time
 
-from commhub.errors import HubError
-from commhub.events import EVENT_SCHEMA, EventType, HubEvent
 from hub_agents.models import AgentSession
+from hub_core.errors import HubError
+from hub_core.events import EVENT_SCHEMA, EventType, HubEvent
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from hub_tasks.selectors import inbox_list
 from hub_tasks.services import broadcast_send, message_send, reply_send, task_send

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from commhub.errors import HubError
-from commhub.events import EventType, HubEvent
 from hub_agents.models import AgentSession
-from hub_agents.selectors import session_get
+from hub_core.errors import HubError
+from hub_core.events import EventType, HubEvent
+from hub_fleet.selectors import session_get
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent, TaskStatus
 from hub_tasks.selectors import completion_list, inbox_list, task_get
 from hub_tasks.services import (

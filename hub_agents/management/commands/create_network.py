@@ -4,9 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from commhub.errors import HubError
 from hub_agents.audit import CLI
 from hub_agents.services import network_create
+from hub_core.errors import HubError
 
 
 class Command(BaseCommand):

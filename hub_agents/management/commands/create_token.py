@@ -4,10 +4,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from commhub.errors import HubError
 from hub_agents.audit import CLI
 from hub_agents.models import Network, Role
 from hub_agents.services import membership_set, token_create, user_get_or_create
+from hub_core.errors import HubError
 
 
 class Command(BaseCommand):

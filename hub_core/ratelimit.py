@@ -1,9 +1,9 @@
-"""Per-caller write limits and failed-login counts: one noisy or hostile caller must not slow the
-hub for the rest, nor guess a password by trying.
+"""The store of every per-caller count, and failed-login counts: no one may guess a password by trying.
 
 The counts live in the `limits` library's storage: Redis when REDIS_URL is set (one count across
-every process), else process memory. A storage that fails lets the write through: a broken Redis
-may cost the limit for a while, never an agent's write.
+every process), else process memory. The write limit built on this store is hub_tools.ratelimit.
+A storage that fails lets the attempt through: a broken Redis may cost the limit for a while, never
+an operator's login.
 """
 
 from __future__ import annotations
@@ -11,30 +11,31 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 from django.conf import settings
 from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
-from limits.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
-
-from commhub.errors import HubError
-from hub_agents.actors import Actor
+from limits.strategies import MovingWindowRateLimiter
 
 logger = logging.getLogger(__name__)
 
 
 @cache
-def _storage() -> Storage:
+def storage() -> Storage:
+    """The one store of every count (writes in hub_tools.ratelimit, failed logins here)."""
     return storage_from_string(settings.COMMHUB_RATE_LIMIT_STORAGE)
 
 
-@cache
-def _limit() -> tuple[RateLimitItem, SlidingWindowCounterRateLimiter] | None:
-    if settings.COMMHUB_WRITE_RATE_LIMIT == "off":
-        return None
-    return parse(settings.COMMHUB_WRITE_RATE_LIMIT), SlidingWindowCounterRateLimiter(_storage())
+# Caches built from the settings by the layers above (the write limit), cleared with this module's own.
+_on_reset: list[Callable[[], None]] = []
+
+
+def on_reset(clear: Callable[[], None]) -> None:
+    """Register a cache to forget when the limits are rebuilt (`reset()`)."""
+    _on_reset.append(clear)
 
 
 @cache
@@ -46,37 +47,15 @@ def _login_limits() -> tuple[MovingWindowRateLimiter, dict[str, RateLimitItem]]:
         "address": settings.COMMHUB_LOGIN_ADDRESS_FAILURE_LIMIT,
     }
     items = {scope: parse(limit) for scope, limit in configured.items() if limit != "off"}
-    return MovingWindowRateLimiter(_storage()), items
+    return MovingWindowRateLimiter(storage()), items
 
 
 def reset() -> None:
     """Forget the configured limits and their counts (settings changed: tests, a reload)."""
-    _limit.cache_clear()
+    for clear in _on_reset:
+        clear()
     _login_limits.cache_clear()
-    _storage.cache_clear()
-
-
-def write_rate_check(actor: Actor) -> None:
-    """Count one write for the actor; HubError("rate_limited", retry_after=N) past the limit."""
-    identity = (settings.COMMHUB_RATE_LIMIT_PREFIX, "writes", actor.key)
-    try:
-        configured = _limit()
-        if configured is None:
-            return
-        item, limiter = configured
-        if limiter.hit(item, *identity):
-            return
-        reset_at = limiter.get_window_stats(item, *identity).reset_time
-    except Exception:
-        logger.warning("rate limit storage unavailable; letting the write through", exc_info=True)
-        return
-    retry_after = max(1, math.ceil(reset_at - time.time()))
-    raise HubError(
-        "rate_limited",
-        f"Too many writes: a token may make {item.amount} per {item.get_expiry()} s. Try again in {retry_after} s.",
-        status=429,
-        retry_after=retry_after,
-    )
+    storage.cache_clear()
 
 
 # --- failed logins ---------------------------------------------------------------------------------

@@ -18,10 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from commhub.api.auth import actor_of
-from commhub.errors import invalid_argument
-from commhub.waiting import long_poll
-from hub_mcp.tools import TOOLS_BY_NAME, Tool
+from hub_api.auth import actor_of
+from hub_core.errors import invalid_argument
+from hub_core.waiting import long_poll
+from hub_tools.tools import TOOLS_BY_NAME, Tool
 
 ERROR_SCHEMA = {
     "type": "object",

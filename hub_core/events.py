@@ -1,7 +1,8 @@
 """The one way a state change leaves the process: `publish()` a HubEvent.
 
-Services call `publish()` inside their transaction. The event is written to the event log
-(hub_events) in that transaction, and only after commit are the log rows sealed in commit order,
+Services call `publish()` inside their transaction. The event is written to the event log in that
+transaction (through the port below: hub_events plugs its recorder and sealer in at start-up, so this
+core module imports no app), and only after commit are the log rows sealed in commit order,
 the doorbells of their audiences rung (SSE streams, dashboard websockets, long-polls, on any
 process), and the in-process `hub_event` signal sent. A rolled-back write pushes nothing.
 """
@@ -11,12 +12,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.dispatch import Signal
 
-from commhub.doorbell import feed_group, ring
+from hub_core.doorbell import feed_group, ring
 
 
 class EventType(StrEnum):
@@ -86,14 +87,44 @@ class HubEvent:
 hub_event = Signal()
 
 
+class Recorder(Protocol):
+    def __call__(self, *, network_id: str, type: str, payload: dict[str, Any], aliases: tuple[str, ...]) -> list[str]:
+        """Write the event's rows in the caller's transaction; return the audiences written."""
+        ...
+
+
+class Sealer(Protocol):
+    def __call__(self, *, network_id: str) -> object:
+        """Give the network's committed events their feed positions, in commit order."""
+        ...
+
+
+@dataclass
+class _EventLog:
+    record: Recorder | None = None
+    seal_all: Sealer | None = None
+
+
+_log = _EventLog()
+
+
+def event_log_install(*, record: Recorder, seal_all: Sealer) -> None:
+    """The event log's port: the app that keeps the log (hub_events) plugs in here in AppConfig.ready()."""
+    _log.record, _log.seal_all = record, seal_all
+
+
+def _installed() -> _EventLog:
+    if _log.record is None or _log.seal_all is None:
+        raise RuntimeError("No event log installed: add hub_events to INSTALLED_APPS (it plugs in at start-up).")
+    return _log
+
+
 def publish(event: HubEvent) -> None:
     """Record the event in the log now, in the caller's transaction; deliver it after commit.
 
     A rolled-back transaction takes its event rows with it and delivers nothing.
     """
-    from hub_events.services import events_record  # the log's app imports this module's types
-
-    audiences = events_record(
+    audiences = _installed().record(
         network_id=event.network_id, type=event.type, payload=event.payload, aliases=event.audience
     )
     connection = transaction.get_connection()
@@ -128,11 +159,10 @@ class _Outbox:
             self.groups[feed_group(event.network_id, audience)] = None
 
     def __call__(self) -> None:
-        from hub_events.services import events_seal_all
-
+        seal_all = _installed().seal_all
         try:
             for network_id in self.networks:
-                events_seal_all(network_id=network_id)
+                seal_all(network_id=network_id)
         finally:
             # Even if sealing failed, ring: readers seal leftovers themselves.
             ring(self.groups)

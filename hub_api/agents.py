@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from commhub.api.endpoints import Operation, route
+from hub_api.endpoints import Operation, route
 
 urlpatterns = [
     route("sessions", Operation("get", "get_all_status"), tag="sessions"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from commhub.api.endpoints import Operation, route
+from hub_api.endpoints import Operation, route
 
 urlpatterns = [
     route("tasks", Operation("get", "list_tasks"), Operation("post", "send_task", created=True), tag="tasks"),

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 
-from commhub.errors import HubError
+from hub_core.errors import HubError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

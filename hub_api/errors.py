@@ -10,7 +10,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from commhub.errors import HubError
+from hub_core.errors import HubError
 
 # DRF's own refusals, under the codes CommHub uses everywhere else.
 _CODES: dict[type[exceptions.APIException], str] = {

@@ -8,14 +8,14 @@ from typing import Any
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from commhub.body import read_body
+from hub_core.body import read_body
 
 
 class JSONObjectParser(BaseParser):
     media_type = "application/json"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> dict[str, Any]:
-        # The body as /mcp reads it (commhub.body), not DRF's stream: one reader, one limit.
+        # The body as /mcp reads it (hub_core.body), not DRF's stream: one reader, one limit.
         raw = read_body(parser_context["request"]._request)
         if not raw.strip():
             return {}

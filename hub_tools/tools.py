@@ -2,7 +2,7 @@
 
 Argument names are the services' keyword names, so a call is `service(actor=..., **arguments)`;
 every rule and limit lives in the service. The schemas here describe them to models and clients.
-The REST API serves the same definitions (commhub/api), so both transports take the same
+The REST API serves the same definitions (hub_api), so both transports take the same
 arguments and answer the same objects.
 """
 
@@ -12,25 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from commhub.errors import HubError, invalid_argument
-from commhub.ratelimit import write_rate_check
 from hub_agents.actors import Actor
 from hub_agents.models import SessionStatus
-from hub_agents.selectors import session_get, session_list
-from hub_agents.services import session_report
-from hub_mcp.schema import (
-    Schema,
-    counts,
-    integer,
-    json_string_array,
-    nullable,
-    number,
-    required_string,
-    result,
-    rows,
-    string,
-    string_list,
-)
+from hub_agents.selectors import session_list
+from hub_core.errors import HubError, invalid_argument
+from hub_fleet.selectors import session_get
+from hub_fleet.services import session_report
 from hub_tasks.models import Priority, TaskStatus
 from hub_tasks.selectors import completion_list, inbox_list, task_get, task_list
 from hub_tasks.services import (
@@ -44,6 +31,20 @@ from hub_tasks.services import (
     task_reassign,
     task_retry,
     task_send,
+)
+from hub_tools.ratelimit import write_rate_check
+from hub_tools.schema import (
+    Schema,
+    counts,
+    integer,
+    json_string_array,
+    nullable,
+    number,
+    required_string,
+    result,
+    rows,
+    string,
+    string_list,
 )
 
 # Versions before 2025-06-18 know neither tool titles nor output schemas.

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 # Text may hold anything but NUL (PostgreSQL cannot store it); required text must not be blank.
-from commhub.validate import NO_NUL, NOT_BLANK, STRING_ARRAY_JSON
+from hub_core.validate import NO_NUL, NOT_BLANK, STRING_ARRAY_JSON
 
 Schema = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """/ws/dashboard: every event of the signed-in operator's networks, as JSON frames.
 
-The connection listens on a doorbell (commhub.doorbell) for each network's operators feed; a ring
+The connection listens on a doorbell (hub_core.doorbell) for each network's operators feed; a ring
 means "read the log after where you are". A periodic catch-up covers rings the layer dropped, and
 a layer that is down (Redis) degrades the socket to polling instead of closing it. Reconnecting
 clients pass where they were, `?after=net_a:120,net_b:7`, and get everything since.
@@ -18,10 +18,10 @@ from urllib.parse import parse_qs
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from commhub.doorbell import Doorbell, feed_group
-from commhub.waiting import in_pool
 from hub_agents.models import Membership
 from hub_agents.services import session_actor
+from hub_core.doorbell import Doorbell, feed_group
+from hub_core.waiting import in_pool
 from hub_events.models import OPERATORS
 from hub_events.selectors import PAGE, events_after, events_position
 from hub_events.services import events_seal_leftovers

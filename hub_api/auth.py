@@ -11,9 +11,9 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from commhub.errors import HubError
 from hub_agents.actors import Actor
 from hub_agents.services import actor_for_user, token_authenticate
+from hub_core.errors import HubError
 
 
 class BearerTokenAuthentication(BaseAuthentication):

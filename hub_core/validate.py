@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from django.utils.dateparse import parse_datetime
 
-from commhub.errors import invalid_argument
+from hub_core.errors import invalid_argument
 
 ID_MAX = 200  # aliases, resume ids, sender names, node ids, network ids, task ids
 

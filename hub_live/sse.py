@@ -12,12 +12,12 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from commhub import validate
-from commhub.doorbell import Doorbell, feed_group
-from commhub.errors import HubError
-from commhub.waiting import in_pool
 from hub_agents.actors import Actor
 from hub_agents.services import session_touch, token_authenticate
+from hub_core import validate
+from hub_core.doorbell import Doorbell, feed_group
+from hub_core.errors import HubError
+from hub_core.waiting import in_pool
 from hub_events.selectors import PAGE, events_after, events_position
 from hub_events.services import events_seal_leftovers
 

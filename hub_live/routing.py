@@ -2,6 +2,6 @@ from __future__ import annotations
 
 from django.urls import path
 
-from hub_events.consumers import DashboardConsumer
+from hub_live.consumers import DashboardConsumer
 
 websocket_urlpatterns = [path("ws/dashboard", DashboardConsumer.as_asgi())]

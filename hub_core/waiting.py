@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from commhub.doorbell import Doorbell
+from hub_core.doorbell import Doorbell
 
 T = TypeVar("T")
 
