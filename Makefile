@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test setup lint
+.PHONY: run test test-fast setup lint
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ run: setup
 
 test: setup
 	$(PY) -m pytest
+
+# The inner loop: unit, service and in-process HTTP/websocket tests, under a minute, on every core
+# (pytest-xdist; each worker has its own test database). `make test` runs the rest too: live servers,
+# the browser, races on real threads, fuzzing, the minutes-long runs.
+FAST := not live and not browser and not race and not fuzz and not slow
+test-fast: setup
+	$(PY) -m pytest -q -p no:cacheprovider -n auto -m "$(FAST)"
 
 lint: setup
 	$(PY) -m pip install --quiet ruff==0.17.5

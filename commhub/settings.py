@@ -17,6 +17,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from limits.storage import SCHEMES as RATE_LIMIT_STORAGE_SCHEMES
 
+from hub_tasks.limits import TTL_MAX  # a plain module of constants: safe to import before the apps
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -198,10 +200,10 @@ COMMHUB_STREAM_RECHECK_SECONDS = _int_setting("COMMHUB_STREAM_RECHECK_SECONDS", 
 # A long-poll answered over SSE on /mcp (the client sent a progressToken) reports progress this
 # often: clients that reset their timeout on progress then outlast a wait longer than that timeout.
 COMMHUB_LONG_POLL_PROGRESS_SECONDS = _int_setting("COMMHUB_LONG_POLL_PROGRESS_SECONDS", 5, minimum=1)
-# send_task's default ttl_seconds when the caller gives none (the contract caps it at 86400).
+# send_task's default ttl_seconds when the caller gives none (the contract caps it at TTL_MAX, 86400).
 COMMHUB_DEFAULT_TTL_SECONDS = _int_setting("COMMHUB_DEFAULT_TTL_SECONDS", 3600, minimum=1)
-if COMMHUB_DEFAULT_TTL_SECONDS > 86400:
-    raise ImproperlyConfigured("COMMHUB_DEFAULT_TTL_SECONDS must be at most 86400 (the contract's maximum TTL)")
+if COMMHUB_DEFAULT_TTL_SECONDS > TTL_MAX:
+    raise ImproperlyConfigured(f"COMMHUB_DEFAULT_TTL_SECONDS must be at most {TTL_MAX} (the contract's maximum TTL)")
 
 # How long the event log keeps events for reconnecting clients (Last-Event-ID) to catch up.
 COMMHUB_EVENT_RETENTION_SECONDS = _int_setting("COMMHUB_EVENT_RETENTION_SECONDS", 7 * 86400, minimum=60)

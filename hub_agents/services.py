@@ -29,10 +29,6 @@ from hub_core import validate
 from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish
 
-OUTPUT_MAX = 50_000  # accepted from the agent
-STORED_OUTPUT_MAX = 4_000  # kept of it
-TASK_MAX = 10_000
-PATH_MAX = 1_000
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last-used write per token a minute
 
 

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 
 from hub_agents.actors import Actor
 from hub_agents.services import actor_for_user, token_authenticate
+from hub_core.bearer import WWW_AUTHENTICATE, bearer_token, says_bearer
 from hub_core.errors import HubError
 
 
@@ -20,19 +21,17 @@ class BearerTokenAuthentication(BaseAuthentication):
     """`Authorization: Bearer ntok_…|utok_…`; the request's `auth` is the token's Actor."""
 
     def authenticate(self, request: Request) -> tuple[Any, Actor] | None:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        if not token.strip():
-            raise AuthenticationFailed('Send the token as "Authorization: Bearer <ntok_…|utok_…>".')
+        header = request.headers.get("Authorization", "")
+        if not says_bearer(header):
+            return None  # another scheme, or none: the session authentication may know the caller
         try:
-            actor = token_authenticate(raw=token.strip())
+            actor = token_authenticate(raw=bearer_token(header) or "")
         except HubError as refusal:
             raise AuthenticationFailed(refusal.message) from None
         return AnonymousUser(), actor
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="commhub"'
+        return WWW_AUTHENTICATE
 
 
 class HasActor(BasePermission):

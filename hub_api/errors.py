@@ -1,4 +1,10 @@
-"""Every API refusal in one shape: {"ok": false, "error": "<code>", "message": "<what to do>"}."""
+"""Every API refusal in one shape: {"ok": false, "error": "<code>", "message": "<what to do>", ...}.
+
+On REST `error` is always the machine code (`task_not_found`, `invalid_argument`, `rate_limited`),
+as README "REST API" promises; the refusal's extra fields (`field`, `retry_after`, ...) follow.
+The MCP tools' wording of `error` ("task not found", HubError.error) belongs to the tool contract
+and is rendered by the tool layer, never here. `refusal` below is the one place REST builds it.
+"""
 
 from __future__ import annotations
 
@@ -29,16 +35,18 @@ _CODES: dict[type[exceptions.APIException], str] = {
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, HubError):
-        body = {**exc.as_result(), "error": exc.code}
-        body.pop("code")
         retry_after = exc.extra.get("retry_after")
-        return Response(body, status=exc.status, headers={"Retry-After": str(retry_after)} if retry_after else None)
+        return Response(
+            refusal(exc.code, exc.message, **exc.extra),
+            status=exc.status,
+            headers={"Retry-After": str(retry_after)} if retry_after else None,
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     if not isinstance(exc, exceptions.APIException):
         return None  # a bug, not a refusal: Django logs it and answers 500
     code = next((code for kind, code in _CODES.items() if isinstance(exc, kind)), exc.default_code)
-    body: dict[str, Any] = {"ok": False, "error": code, "message": _text(exc.detail)}
+    body = refusal(code, _text(exc.detail))
     headers = {}
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
@@ -46,6 +54,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         headers["Retry-After"] = str(int(exc.wait))
         body["retry_after"] = int(exc.wait)
     return Response(body, status=exc.status_code, headers=headers)
+
+
+def refusal(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """REST's refusal body: `error` is the machine code, `message` says what to do next."""
+    return {"ok": False, "error": code, "message": message, **extra}
 
 
 def _text(detail: Any) -> str:
@@ -58,14 +71,8 @@ def _text(detail: Any) -> str:
 
 @csrf_exempt  # bearer clients have no CSRF cookie; they should read "not found", not a CSRF page
 def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
-    return JsonResponse(
-        {
-            "ok": False,
-            "error": "not_found",
-            "message": f"No API endpoint at /{request.path.lstrip('/')}; see /api/v1/docs.",
-        },
-        status=404,
-    )
+    message = f"No API endpoint at /{request.path.lstrip('/')}; see /api/v1/docs."
+    return JsonResponse(refusal("not_found", message), status=404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
@@ -73,5 +80,5 @@ def server_error(request: HttpRequest) -> HttpResponse:
     the exception itself; the log has it."""
     if request.path.startswith(("/mcp", "/api/")):
         message = "The hub failed on this request; it has been logged. Try again, or tell the operator."
-        return JsonResponse({"ok": False, "error": "internal_error", "message": message}, status=500)
+        return JsonResponse(refusal("internal_error", message), status=500)
     return defaults.server_error(request)

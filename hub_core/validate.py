@@ -18,6 +18,8 @@ from django.utils.dateparse import parse_datetime
 from hub_core.errors import invalid_argument
 
 ID_MAX = 200  # aliases, resume ids, sender names, node ids, network ids, task ids
+TEXT_MAX = 10_000  # free text: a task, its context, a message, a reply, a session's task
+MOMENT_MAX = 64  # an ISO 8601 time
 
 # White space as JSON Schema (ECMA-262 `\s`) defines it, spelled out so that the published schema
 # patterns and these checks agree whatever regex engine a client validates with.
@@ -140,7 +142,7 @@ def json_string_list(field: str, value: object, *, max_len: int) -> str | None:
 def moment(field: str, value: object) -> datetime | None:
     if value == "":
         raise invalid_argument(field, "must be an ISO 8601 time such as 2026-04-12T10:00:00Z, or left out")
-    raw = text(field, value, max_len=64)
+    raw = text(field, value, max_len=MOMENT_MAX)
     if raw is None:
         return None
     try:

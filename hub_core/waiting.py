@@ -1,11 +1,12 @@
 """Long-poll: a read that found nothing may wait for a doorbell instead of answering empty.
 
-The read (a sync service or selector) calls `nothing_yet(groups=..., seconds=...)`. Outside
-`long_poll` that returns at once and the read answers empty, so sync callers never block. Under
-`long_poll` it raises WouldWait; `long_poll` then waits for a ring on the event loop, holding
-neither a thread nor a database connection, and runs the read again until it finds something or
-its deadline passes. `Poll` is the same wait in steps, for a transport that reports progress
-while it waits (/mcp's SSE answer).
+A read that found nothing and may wait (get_inbox with wait_seconds) says so with
+`nothing_yet(groups=..., seconds=...)` and answers its empty result as usual: it never raises and
+never blocks, so sync callers just get the empty answer. The transport decides whether to wait:
+under `long_poll`/`Poll` the empty answer is set aside, the wait happens on the event loop on a
+doorbell of those groups, holding neither a thread nor a database connection, and the read runs
+again until it finds something or its deadline passes. `Poll` is the same wait in steps, for a
+transport that reports progress while it waits (/mcp's SSE answer).
 """
 
 from __future__ import annotations
@@ -24,34 +25,39 @@ from hub_core.doorbell import Doorbell
 
 T = TypeVar("T")
 
-_may_wait: ContextVar[bool] = ContextVar("commhub_may_wait", default=False)
-_deadline: ContextVar[float | None] = ContextVar("commhub_wait_deadline", default=None)
 
+class _WaitNote:
+    """What a read under a poll said about waiting: on which feeds, until when (monotonic)."""
 
-class WouldWait(Exception):
-    def __init__(self, groups: list[str], deadline: float) -> None:
-        super().__init__(f"waiting on {len(groups)} feeds")
-        self.groups = groups
+    def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
+        self.groups: list[str] | None = None  # set when the read found nothing and may wait
+
+
+# The note of the poll running the current read; None outside a poll (and in a batch).
+_note: ContextVar[_WaitNote | None] = ContextVar("commhub_wait_note", default=None)
 
 
 def nothing_yet(*, groups: Iterable[str], seconds: float) -> None:
-    """Called by a read that found nothing: wait (under long_poll) or let it answer empty."""
-    if seconds <= 0 or not _may_wait.get():
+    """Said by a read that found nothing: the poll running it, if any, may wait on these feeds for
+    up to `seconds` (counted from the poll's first read) before it takes the empty answer."""
+    note = _note.get()
+    if seconds <= 0 or note is None:
         return
-    deadline = _deadline.get() or time.monotonic() + seconds
-    if time.monotonic() < deadline:
-        raise WouldWait(list(groups), deadline)
+    if note.deadline is None:
+        note.deadline = time.monotonic() + seconds
+    if time.monotonic() < note.deadline:
+        note.groups = list(groups)
 
 
 @contextmanager
 def no_waiting() -> Iterator[None]:
     """Reads inside answer at once: e.g. a JSON-RPC batch, which must not be run twice."""
-    token = _may_wait.set(False)
+    token = _note.set(None)
     try:
         yield
     finally:
-        _may_wait.reset(token)
+        _note.reset(token)
 
 
 class Pending:
@@ -74,7 +80,7 @@ class Poll(Generic[T]):
     def __init__(self, call: Callable[[], T]) -> None:
         self.call = call
         self.started = time.monotonic()
-        self.deadline: float | None = None  # the read's, from its first WouldWait
+        self.deadline: float | None = None  # the read's, from the first time it said nothing_yet
         self.bell: Doorbell | None = None
         self._groups: list[str] = []
 
@@ -106,15 +112,17 @@ class Poll(Generic[T]):
             await bell.__aexit__(None, None, None)
 
     async def _read(self) -> T | Pending:
-        may_wait, deadline = _may_wait.set(True), _deadline.set(self.deadline)
+        note = _WaitNote(self.deadline)
+        token = _note.set(note)  # the pool thread runs the read in a copy of this context
         try:
-            return await in_pool(self.call)
-        except WouldWait as wait:
-            self.deadline, self._groups = wait.deadline, wait.groups
-            return Pending(self.started, wait.deadline)
+            outcome = await in_pool(self.call)
         finally:
-            _deadline.reset(deadline)
-            _may_wait.reset(may_wait)
+            _note.reset(token)
+        if note.groups is None or note.deadline is None:
+            return outcome
+        # The read found nothing and may still wait: its empty answer is set aside for now.
+        self.deadline, self._groups = note.deadline, note.groups
+        return Pending(self.started, note.deadline)
 
 
 async def long_poll(call: Callable[[], T]) -> T:

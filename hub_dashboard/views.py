@@ -21,14 +21,17 @@ from hub_agents.actors import Actor
 from hub_agents.models import Network, SessionStatus
 from hub_agents.selectors import audit_list
 from hub_agents.services import actor_for_user, network_default_for
+from hub_core import validate
 from hub_core.errors import HubError
 from hub_dashboard.chart import bar_chart
 from hub_dashboard.wording import refusal_for_operator
 from hub_events.selectors import events_position
 from hub_fleet.selectors import fleet
+from hub_tasks import limits
+from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
 from hub_tasks.selectors import completion_feed, completion_hours, task_family, task_page
-from hub_tasks.services import broadcast_send, task_cancel, task_reassign, task_retry, task_send
+from hub_tools.tools import invoke
 
 TASKS_PER_PAGE = 50
 AUDIT_PER_PAGE = 100
@@ -144,6 +147,7 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
         filters["status"] = ""
     sort = request.GET.get("sort", "")
     sort = sort if sort in TASK_SORTS else ""
+    tasks_expire_due(network_ids=desk.actor.readable_networks(desk.network_id))  # no stale "delivered" shown
     tasks, stats = task_page(
         actor=desk.actor, network_id=desk.network_id, order=sort or None, **{k: v or None for k, v in filters.items()}
     )
@@ -171,9 +175,12 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     desk = Desk(request)
     try:
+        tasks_expire_due(network_ids=desk.actor.readable_networks())  # nor must a task's own page
         family = task_family(actor=desk.actor, task_id=task_id)
     except HubError as refusal:
-        return render(request, "dashboard/not_found.html", desk.context(message=refusal.message), status=404)
+        return render(
+            request, "dashboard/not_found.html", desk.context(message=refusal_for_operator(refusal).text), status=404
+        )
     task = Task(status=family["task"]["status"])
     may_write = desk.actor.can_write(family["task"]["network_id"])
     actions = {move: may_write and task.can(move) for move in (Move.RETRY, Move.CANCEL, Move.REASSIGN)}
@@ -187,6 +194,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
             can_cancel=actions[Move.CANCEL],
             can_reassign=actions[Move.REASSIGN],
             aliases=_aliases(desk),
+            reason_max=limits.REASON_MAX,
             # Just dispatched from the form: a banner inside the live region, so it follows the status.
             sent=request.GET.get("sent") == "1",
             section="tasks",
@@ -199,21 +207,18 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 def task_action(request: HttpRequest, task_id: str, action: str) -> HttpResponse:
     desk = Desk(request)
     sender = f"dashboard:{request.user.get_username()}"
+    # Writes go through the tool registry, as MCP's and REST's do: the same checks and write limit.
     operations = {
-        "retry": lambda: task_retry(actor=desk.actor, task_id=task_id, from_session=sender),
-        "cancel": lambda: task_cancel(
-            actor=desk.actor, task_id=task_id, reason=request.POST.get("reason") or None, from_session=sender
-        ),
-        "reassign": lambda: task_reassign(
-            actor=desk.actor, task_id=task_id, new_alias=request.POST.get("new_alias"), from_session=sender
-        ),
+        "retry": ("retry_task", {}),
+        "cancel": ("cancel_task", {"reason": request.POST.get("reason") or None}),
+        "reassign": ("reassign_task", {"new_alias": request.POST.get("new_alias")}),
     }
-    operation = operations.get(action)
-    if operation is None:
+    if action not in operations:
         messages.error(request, f"Unknown action {action!r}.")
         return redirect("dashboard:task", task_id=task_id)
+    tool, arguments = operations[action]
     try:
-        done = operation()
+        done = invoke(tool, desk.actor, {"task_id": task_id, "from_session": sender, **arguments})
     except HubError as refusal:
         messages.error(request, refusal_for_operator(refusal).text)
     else:
@@ -236,16 +241,19 @@ def dispatch_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = {key: request.POST.get(key, "").strip() for key in form}
         try:
-            sent = task_send(
-                actor=desk.actor,
-                network_id=desk.network_id,
-                alias=form["alias"],
-                task=form["task"],
-                priority=form["priority"] or None,
-                context=form["context"] or None,
-                ttl_seconds=_whole_or_text(form["ttl_seconds"]),
-                parent_task_id=form["parent_task_id"] or None,
-                from_session=f"dashboard:{request.user.get_username()}",
+            sent = invoke(
+                "send_task",
+                desk.actor,
+                {
+                    "network_id": desk.network_id,
+                    "alias": form["alias"],
+                    "task": form["task"],
+                    "priority": form["priority"] or None,
+                    "context": form["context"] or None,
+                    "ttl_seconds": _whole_or_text(form["ttl_seconds"]),
+                    "parent_task_id": form["parent_task_id"] or None,
+                    "from_session": f"dashboard:{request.user.get_username()}",
+                },
             )
         except HubError as refusal:
             error = refusal_for_operator(refusal)
@@ -257,7 +265,14 @@ def dispatch_page(request: HttpRequest) -> HttpResponse:
         request,
         # A viewer gets a plain note, not forms the server would refuse (and a POST's refusal).
         "dashboard/dispatch.html" if desk.can_write else "dashboard/dispatch_closed.html",
-        desk.context(form=form, error=error, aliases=_aliases(desk), priorities=Priority.values, section="dispatch"),
+        desk.context(
+            form=form,
+            error=error,
+            aliases=_aliases(desk),
+            priorities=Priority.values,
+            text_max=validate.TEXT_MAX,
+            section="dispatch",
+        ),
         status=400 if error else 200,
     )
 
@@ -267,12 +282,15 @@ def dispatch_page(request: HttpRequest) -> HttpResponse:
 def broadcast_action(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     try:
-        sent = broadcast_send(
-            actor=desk.actor,
-            network_id=desk.network_id,
-            message=request.POST.get("message", ""),
-            filter_server=request.POST.get("filter_server") or None,
-            filter_status=request.POST.get("filter_status") or None,
+        sent = invoke(
+            "broadcast",
+            desk.actor,
+            {
+                "network_id": desk.network_id,
+                "message": request.POST.get("message", ""),
+                "filter_server": request.POST.get("filter_server") or None,
+                "filter_status": request.POST.get("filter_status") or None,
+            },
         )
         messages.success(request, f"Broadcast to {sent['recipients']} agents.")
     except HubError as refusal:

@@ -10,7 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from hub_core.errors import HubError
+from hub_core.formats import duration
+from hub_tasks import limits
 
 # What each argument is called on the dashboard's forms.
 LABELS = {
@@ -35,8 +39,8 @@ SENTENCES: dict[str, list[tuple[str, str]]] = {
     "ttl_seconds": [
         (
             r".",
-            "Enter the time to live as a whole number of seconds, from 1 to 86400 (one day), "
-            "or leave it empty for one hour.",
+            "Enter the time to live as a whole number of seconds, from 1 to {ttl_max} ({ttl_max_words}), "
+            "or leave it empty for {default_ttl_words}.",
         )
     ],
     "parent_task_id": [(r".", "Enter the id of an existing task (copy it from its page), or leave it empty.")],
@@ -53,8 +57,18 @@ GENERIC = [
 CODES = {
     "parent_task_not_found": ("parent_task_id", "No task with this id in this network; check the parent task."),
     "task_not_retryable": ("", "Only a failed, expired or cancelled task can be retried."),
+    "task_not_found": ("", "No task with this id in your networks: check the link, or find it on the Tasks page."),
     "rate_limited": ("", "Too many changes in a short time; wait a moment and try again."),
 }
+
+
+def _limits() -> dict[str, object]:
+    """The limits a sentence may name, from their one definition (and the settings) as they are now."""
+    return {
+        "ttl_max": limits.TTL_MAX,
+        "ttl_max_words": duration(limits.TTL_MAX, one="one"),
+        "default_ttl_words": duration(settings.COMMHUB_DEFAULT_TTL_SECONDS, one="one"),
+    }
 
 
 @dataclass(frozen=True)
@@ -79,7 +93,7 @@ def refusal_for_operator(refusal: HubError) -> Refusal:
     label = LABELS.get(field, field.replace("_", " ").capitalize())
     for pattern, sentence in SENTENCES.get(field, []):
         if re.search(pattern, problem):
-            return Refusal(field, sentence)
+            return Refusal(field, sentence.format(**_limits()))
     for pattern, sentence in GENERIC:
         if found := re.search(pattern, problem):
             return Refusal(field, sentence.format(*found.groups(), label=label))

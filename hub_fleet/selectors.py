@@ -18,9 +18,11 @@ from hub_core import validate
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import Completion, InboxMessage, Task, TaskStatus
 
+RECENT_COMPLETIONS = 5  # get_session_status's latest completions
+
 
 def session_get(*, actor: Actor, alias: object, network_id: object = None) -> dict[str, Any]:
-    """get_session_status: the alias's session (or null), pending inbox and 5 latest completions."""
+    """get_session_status: the alias's session (or null), pending inbox and latest completions."""
     alias = validate.required_identifier("alias", alias)
     networks = actor.readable_networks(validate.identifier("network_id", network_id))
     now = timezone.now()
@@ -32,7 +34,8 @@ def session_get(*, actor: Actor, alias: object, network_id: object = None) -> di
     )
     # Without a session, still answer for the alias's inbox across the scope: tasks may wait for it.
     scope = [session.network_id] if session else networks
-    completions = Completion.objects.filter(network_id__in=scope, session_name=alias).order_by("-completed_at")[:5]
+    completions = Completion.objects.filter(network_id__in=scope, session_name=alias).order_by("-completed_at")
+    completions = completions[:RECENT_COMPLETIONS]
     return {
         "ok": True,
         "session": session_row(session) if session else None,

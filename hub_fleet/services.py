@@ -12,16 +12,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from hub_agents import limits
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, Node, SessionStatus
-from hub_agents.services import (
-    OUTPUT_MAX,
-    PATH_MAX,
-    STORED_OUTPUT_MAX,
-    TASK_MAX,
-    session_lock,
-    session_updated_event,
-)
+from hub_agents.services import session_lock, session_updated_event
 from hub_core import validate
 from hub_core.errors import HubError
 from hub_core.events import publish
@@ -67,23 +61,24 @@ def session_report(
     if status is None:
         raise validate.invalid_argument("status", f"is required, one of {', '.join(SessionStatus.values)}")
     activity = {
-        "task": validate.text("task", task, max_len=TASK_MAX),
-        "output": (validate.text("output", output, max_len=OUTPUT_MAX) or "")[:STORED_OUTPUT_MAX] or None,
-        "score": validate.number("score", score, low=0, high=10),
-        "progress": validate.number("progress", progress, low=0, high=100),
+        "task": validate.text("task", task, max_len=validate.TEXT_MAX),
+        "output": (validate.text("output", output, max_len=limits.OUTPUT_MAX) or "")[: limits.STORED_OUTPUT_MAX]
+        or None,
+        "score": validate.number("score", score, low=0, high=limits.SCORE_MAX),
+        "progress": validate.number("progress", progress, low=0, high=limits.PROGRESS_MAX),
     }
     # Who and where the agent is: an omitted field keeps what the agent said before.
     identity = {
         "server": validate.identifier("server", server),
         "hostname": validate.identifier("hostname", hostname),
         "agent": validate.identifier("agent", agent),
-        "project_dir": validate.text("project_dir", project_dir, max_len=PATH_MAX),
+        "project_dir": validate.text("project_dir", project_dir, max_len=limits.PATH_MAX),
         "version": validate.identifier("version", version),
         "tmux_name": validate.identifier("tmux_name", tmux_name),
         "node_id": validate.identifier("node_id", node_id),
         "session_id": validate.identifier("session_id", session_id),
-        "config_path": validate.text("config_path", config_path, max_len=PATH_MAX),
-        "channels": validate.json_string_list("channels", channels, max_len=TASK_MAX),
+        "config_path": validate.text("config_path", config_path, max_len=limits.PATH_MAX),
+        "channels": validate.json_string_list("channels", channels, max_len=validate.TEXT_MAX),
         "model": validate.identifier("model", model),
     }
     node_name = validate.identifier("node_name", node_name)

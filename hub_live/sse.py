@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 from hub_agents.actors import Actor
 from hub_agents.services import session_touch, token_authenticate
 from hub_core import validate
+from hub_core.bearer import BEARER_HELP, WWW_AUTHENTICATE, bearer_token
 from hub_core.doorbell import Doorbell, feed_group
 from hub_core.errors import HubError
 from hub_core.waiting import in_pool
@@ -27,10 +28,7 @@ async def event_stream(request: HttpRequest, alias: str) -> HttpResponse:
     try:
         token, network_id, after, present = await in_pool(lambda: _open(request, alias))
     except HubError as refusal:
-        reply = JsonResponse({"ok": False, "error": refusal.code, "message": refusal.message}, status=refusal.status)
-        if refusal.status == 401:
-            reply["WWW-Authenticate"] = 'Bearer realm="commhub"'
-        return reply
+        return _refused(refusal)
     response = StreamingHttpResponse(
         _frames(token, network_id, alias, after, present=present), content_type="text/event-stream"
     )
@@ -39,13 +37,20 @@ async def event_stream(request: HttpRequest, alias: str) -> HttpResponse:
     return response
 
 
+def _refused(refusal: HubError) -> JsonResponse:
+    """A stream refused before it starts, in REST's words: `error` is the machine code."""
+    reply = JsonResponse({"ok": False, "error": refusal.code, "message": refusal.message}, status=refusal.status)
+    if refusal.status == 401:
+        reply["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return reply
+
+
 def _open(request: HttpRequest, alias: str) -> tuple[str, str, int, bool]:
     """Who may listen (their token), to which network's feed, from which position, and whether
     their connection counts as the alias's presence (only callers that may write there)."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise HubError("unauthorized", "Send Authorization: Bearer <ntok_…|utok_…>.", status=401)
+    token = bearer_token(request.headers.get("Authorization"))
+    if token is None:
+        raise HubError("unauthorized", BEARER_HELP, status=401)
     actor: Actor = token_authenticate(raw=token)
     alias = validate.required_identifier("alias", alias)
     networks = actor.readable_networks(validate.identifier("network_id", request.GET.get("network_id")))

@@ -6,6 +6,12 @@ notifications every few seconds, then the answer.
 
 The HTTP layer: methods, origin, size, parsing, era routing, authentication and status codes.
 What each method answers is in handlers.py; what each tool does is in the services.
+
+Two kinds of failure, each in one shape: a protocol fault (bad JSON, bad envelope, no token) is a
+JSON-RPC error object (`RpcError`, rendered by `_fault`); a tool's refusal is a successful JSON-RPC
+result `{"ok": false, "error": ..., "code": ..., "message": ...}` in which `error` is the tool
+contract's wording ("task not found") and `code` the machine code REST calls `error`
+(HubError.as_result, applied by hub_tools for every tool).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from hub_agents.actors import Actor
 from hub_agents.services import token_authenticate
+from hub_core.bearer import WWW_AUTHENTICATE, bearer_token
 from hub_core.body import read_body
 from hub_core.errors import HubError
 from hub_core.waiting import Pending, Poll, no_waiting
@@ -54,7 +61,6 @@ from hub_mcp.protocol import (
     unsupported_version,
 )
 
-WWW_AUTHENTICATE = 'Bearer realm="commhub"'
 logger = logging.getLogger(__name__)
 
 
@@ -105,7 +111,7 @@ def _progress_request(request: HttpRequest) -> tuple[Any, str | int] | None:
     """
     if not any(f"{kind.main_type}/{kind.sub_type}".lower() == "text/event-stream" for kind in request.accepted_types):
         return None
-    body = json.loads(request.body)
+    body = json.loads(read_body(request))  # read (and size-checked) once already, by _respond
     params = body.get("params") if isinstance(body, dict) else None
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -215,13 +221,15 @@ def _origin_allowed(origin: str | None) -> bool:
 
 
 def _authenticate(authorization: str | None) -> Actor | None:
-    if not authorization:
-        return None
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized('Send the token as "Authorization: Bearer <ntok_…|utok_…>".', invalid_token=False)
+    """No header: an anonymous caller, who may shake hands but not call tools."""
     try:
-        return token_authenticate(raw=token.strip())
+        token = bearer_token(authorization)
+    except HubError as refusal:
+        raise Unauthorized(refusal.message, invalid_token=False) from None
+    if token is None:
+        return None
+    try:
+        return token_authenticate(raw=token)
     except HubError as refusal:
         raise Unauthorized(refusal.message, invalid_token=True) from None
 
@@ -343,5 +351,9 @@ def _decode_header(value: str | None) -> str | None:
 
 @csrf_exempt
 def well_known_not_found(request: HttpRequest, path: str) -> HttpResponse:
-    """Clients probe /.well-known/* (OAuth metadata); the hub serves none, and says so in JSON."""
+    """Clients probe /.well-known/* (OAuth metadata); the hub serves none, and says so in JSON.
+
+    An HTTP answer, not a tool result: `error` is the machine code here, as on REST; the contract's
+    wording of `error` is only in tool results (`{"ok": false, ...}` inside a JSON-RPC result).
+    """
     return _json({"error": "not_found", "message": f"/.well-known/{path} is not served by this hub."}, status=404)

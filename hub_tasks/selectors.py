@@ -1,4 +1,9 @@
-"""Reads about tasks, inboxes and completions, already scoped to what the actor may see."""
+"""Reads about tasks, inboxes and completions, already scoped to what the actor may see.
+
+Reads only: a task past its deadline still reads as it was stored. The tools that show tasks
+(get_inbox, get_task, list_tasks: hub_tasks.services) and the dashboard settle the deadlines
+first with `tasks_expire_due`, a write, and then call these.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +19,8 @@ from hub_core import validate
 from hub_core.doorbell import feed_group
 from hub_core.errors import task_not_found
 from hub_core.waiting import nothing_yet
-from hub_tasks.lifecycle import tasks_expire_due
+from hub_tasks import limits
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent, TaskStatus
-
-MAX_WAIT_SECONDS = 60
 
 # list_tasks rows carry exactly these columns; get_task has the whole row.
 TASK_LIST_COLUMNS = (
@@ -25,19 +28,20 @@ TASK_LIST_COLUMNS = (
 )  # fmt: skip
 
 
-def inbox_list(
+def inbox_pending(
     *, actor: Actor, alias: object, limit: object = None, network_id: object = None, wait_seconds: object = None
 ) -> dict[str, Any]:
-    """get_inbox: the alias's unacknowledged messages, high priority first, then oldest first.
+    """get_inbox's read: the alias's unacknowledged messages, high priority first, then oldest first.
 
-    With wait_seconds, an empty inbox waits (long-poll, where the transport supports it) until a
-    message arrives or the time is up.
+    An empty inbox with wait_seconds answers empty and says on which feeds a message would show
+    (`nothing_yet`); a transport that long-polls waits there and reads again.
     """
     alias = validate.required_identifier("alias", alias)
-    limit = validate.whole_number("limit", limit, low=1, high=100, default=10)
-    wait = validate.number("wait_seconds", wait_seconds, low=0, high=MAX_WAIT_SECONDS) or 0
+    limit = validate.whole_number(
+        "limit", limit, low=1, high=limits.INBOX_LIMIT_MAX, default=limits.INBOX_LIMIT_DEFAULT
+    )
+    wait = validate.number("wait_seconds", wait_seconds, low=0, high=limits.WAIT_SECONDS_MAX) or 0
     networks = actor.readable_networks(validate.identifier("network_id", network_id))
-    tasks_expire_due(network_ids=networks)
     messages = InboxMessage.objects.pending(network_ids=networks, alias=alias).in_delivery_order()[:limit]
     rows = [message.as_row() for message in messages]
     if not rows:
@@ -45,11 +49,10 @@ def inbox_list(
     return {"ok": True, "messages": rows}
 
 
-def task_get(*, actor: Actor, task_id: object) -> dict[str, Any]:
-    """get_task: the whole task row, its history of status changes and its attempts (beyond the contract)."""
+def task_with_history(*, actor: Actor, task_id: object) -> dict[str, Any]:
+    """get_task's read: the whole task row, its status changes and its attempts (beyond the contract)."""
     task_id = validate.required_identifier("task_id", task_id)
     networks = actor.readable_networks()
-    tasks_expire_due(network_ids=networks)
     task = Task.objects.filter(network_id__in=networks, pk=task_id).first()
     if task is None:
         raise task_not_found(task_id)
@@ -61,7 +64,7 @@ def task_get(*, actor: Actor, task_id: object) -> dict[str, Any]:
     }
 
 
-def task_list(
+def task_rows(
     *,
     actor: Actor,
     alias: object = None,
@@ -70,14 +73,14 @@ def task_list(
     network_id: object = None,
     limit: object = None,
 ) -> dict[str, Any]:
-    """list_tasks: newest tasks matching the filters; `stats` counts the whole scope by status."""
+    """list_tasks's read: newest tasks matching the filters; `stats` counts the whole scope by status."""
     alias = validate.identifier("alias", alias)
     status = validate.choice("status", status, TaskStatus.values)
     from_name = validate.identifier("from_name", from_name)
-    limit = validate.whole_number("limit", limit, low=1, high=100, default=20)
+    limit = validate.whole_number(
+        "limit", limit, low=1, high=limits.TASK_LIST_LIMIT_MAX, default=limits.TASK_LIST_LIMIT_DEFAULT
+    )
     networks = actor.readable_networks(validate.identifier("network_id", network_id))
-    tasks_expire_due(network_ids=networks)
-
     scope = Task.objects.filter(network_id__in=networks)
     tasks = scope
     if alias is not None:
@@ -102,7 +105,9 @@ def completion_list(
     """get_completions: completion records since `since` (default: the last 24 hours), newest first."""
     alias = validate.identifier("alias", alias)
     cutoff = validate.moment("since", since) or timezone.now() - timedelta(hours=24)
-    limit = validate.whole_number("limit", limit, low=1, high=500, default=50)
+    limit = validate.whole_number(
+        "limit", limit, low=1, high=limits.COMPLETIONS_LIMIT_MAX, default=limits.COMPLETIONS_LIMIT_DEFAULT
+    )
     networks = actor.readable_networks(validate.identifier("network_id", network_id))
     completions = Completion.objects.filter(network_id__in=networks, completed_at__gte=cutoff)
     if alias is not None:
@@ -140,7 +145,6 @@ def task_page(
     longest in their status first, "-status_since" the freshest; anything else, newest created first.
     """
     (network,) = actor.readable_networks(network_id)
-    tasks_expire_due(network_ids=[network])
     scope = Task.objects.filter(network_id=network)
     tasks = scope
     if status:
@@ -161,7 +165,7 @@ def task_page(
 
 def task_family(*, actor: Actor, task_id: str) -> dict[str, Any]:
     """get_task plus what the task page shows around it: parent, children, completion."""
-    found = task_get(actor=actor, task_id=task_id)
+    found = task_with_history(actor=actor, task_id=task_id)
     task = Task.objects.get(pk=found["task"]["task_id"])
     completion = task.completions.order_by("-completed_at").first()
     return {

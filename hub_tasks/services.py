@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from hub_agents import limits as agent_limits
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
@@ -21,6 +22,7 @@ from hub_agents.services import session_lock, session_set_idle
 from hub_core import validate
 from hub_core.errors import HubError, task_not_found, task_terminal
 from hub_core.events import EventType, HubEvent, publish
+from hub_tasks import limits
 from hub_tasks.lifecycle import (
     HUB,
     inbox_deliver,
@@ -39,16 +41,7 @@ from hub_tasks.models import (
     Task,
     TaskStatus,
 )
-
-TEXT_MAX = 10_000  # task, context, message, reply text
-RESULT_MAX = 50_000  # completion results, accepted whole
-STORED_RESULT_MAX = 4_000  # what a task row keeps of a result
-REASON_MAX = 1_000
-ARTIFACTS_MAX = 50
-ARTIFACT_MAX = 2_000
-TTL_MAX = 86_400
-RETRY_TTL = timedelta(hours=1)  # retry_task always grants a fresh hour, whatever the first TTL was
-DURATION_MAX = 525_600  # a year, in minutes
+from hub_tasks.selectors import inbox_pending, task_rows, task_with_history
 
 
 def _sender(from_session: object) -> str:
@@ -130,12 +123,12 @@ def task_send(
 ) -> dict[str, Any]:
     """send_task: a task into the alias's inbox, delivered at once."""
     alias = validate.required_identifier("alias", alias)
-    content = validate.required_text("task", task, max_len=TEXT_MAX)
+    content = validate.required_text("task", task, max_len=validate.TEXT_MAX)
     priority = validate.choice("priority", priority, Priority.values, default=Priority.NORMAL)
-    context = validate.text("context", context, max_len=TEXT_MAX)
+    context = validate.text("context", context, max_len=validate.TEXT_MAX)
     sender = _sender(from_session)
     ttl = validate.whole_number(
-        "ttl_seconds", ttl_seconds, low=1, high=TTL_MAX, default=settings.COMMHUB_DEFAULT_TTL_SECONDS
+        "ttl_seconds", ttl_seconds, low=1, high=limits.TTL_MAX, default=settings.COMMHUB_DEFAULT_TTL_SECONDS
     )
     parent_id = validate.identifier("parent_task_id", parent_task_id)
     request_id = validate.identifier("client_request_id", client_request_id)
@@ -223,7 +216,7 @@ def message_send(
 ) -> dict[str, Any]:
     """send_message: show a message to the alias; it asks for no work."""
     alias = validate.required_identifier("alias", alias)
-    body = validate.required_text("message", message, max_len=TEXT_MAX)
+    body = validate.required_text("message", message, max_len=validate.TEXT_MAX)
     sender = _sender(from_session)
     network = actor.writable_network(validate.identifier("network_id", network_id))
     now = timezone.now()
@@ -251,7 +244,7 @@ def reply_send(
 ) -> dict[str, Any]:
     """send_reply: answer a task (ending it with `status`) or a message."""
     alias = validate.required_identifier("alias", alias)
-    body = validate.required_text("text", text, max_len=TEXT_MAX)
+    body = validate.required_text("text", text, max_len=validate.TEXT_MAX)
     _, outcomes = TRANSITIONS[Move.REPLY]
     outcome = validate.choice("status", status, sorted(outcomes), default=TaskStatus.REPLIED)
     reply_to = validate.identifier("in_reply_to", in_reply_to)
@@ -266,7 +259,7 @@ def reply_send(
     if task is not None:
         if not task.can(Move.REPLY):
             raise task_terminal(task.status, task_id=task.task_id)
-        task.result = body[:STORED_RESULT_MAX]
+        task.result = body[: limits.STORED_RESULT_MAX]
         # Without from_session the reply comes from the agent holding the task, not from "hub"
         # (the contract's default sender of the reply message itself).
         replier = validate.identifier("from_session", from_session) or task.to_name
@@ -328,7 +321,7 @@ def inbox_ack(*, actor: Actor, alias: object, message_id: object, response: obje
     """ack_inbox: the alias has taken the message; a task message moves its task to acked."""
     alias = validate.required_identifier("alias", alias)
     message_id = validate.required_identifier("message_id", message_id)
-    validate.text("response", response, max_len=TEXT_MAX)  # accepted and, as the contract says, not stored
+    validate.text("response", response, max_len=validate.TEXT_MAX)  # accepted and, as the contract says, not stored
     message = InboxMessage.objects.filter(
         network_id__in=actor.readable_networks(), pk=message_id, to_alias=alias
     ).first()
@@ -380,7 +373,7 @@ def task_retry(*, actor: Actor, task_id: object, from_session: object = None) ->
             error=f"task status is {task.status}, not retryable",
             status=409,
         )
-    task.expires_at = now + RETRY_TTL
+    task.expires_at = now + limits.RETRY_TTL
     task.result = None
     task_transition(
         task,
@@ -409,7 +402,7 @@ def task_retry(*, actor: Actor, task_id: object, from_session: object = None) ->
 @transaction.atomic
 def task_cancel(*, actor: Actor, task_id: object, reason: object = None, from_session: object = None) -> dict[str, Any]:
     """cancel_task: stop a task that has not finished; its pending inbox row is withdrawn."""
-    reason = validate.text("reason", reason, max_len=REASON_MAX)
+    reason = validate.text("reason", reason, max_len=limits.REASON_MAX)
     sender = _sender(from_session)
     now = timezone.now()
     task = _writable_task(actor, task_id, now)
@@ -478,11 +471,13 @@ def completion_report(
 ) -> dict[str, Any]:
     """report_completion: record the work, close the task it names, and set the alias idle."""
     alias = validate.required_identifier("alias", alias)
-    task_ref = validate.required_text("task", task, max_len=TEXT_MAX)
-    result = validate.required_text("result", result, max_len=RESULT_MAX)
-    artifact_list = validate.string_list("artifacts", artifacts, max_items=ARTIFACTS_MAX, max_len=ARTIFACT_MAX)
-    score = validate.number("score", score, low=0, high=10)
-    duration = validate.number("duration_minutes", duration_minutes, low=0, high=DURATION_MAX)
+    task_ref = validate.required_text("task", task, max_len=validate.TEXT_MAX)
+    result = validate.required_text("result", result, max_len=limits.RESULT_MAX)
+    artifact_list = validate.string_list(
+        "artifacts", artifacts, max_items=limits.ARTIFACTS_MAX, max_len=limits.ARTIFACT_MAX
+    )
+    score = validate.number("score", score, low=0, high=agent_limits.SCORE_MAX)
+    duration = validate.number("duration_minutes", duration_minutes, low=0, high=limits.DURATION_MAX)
     network = actor.writable_network(validate.identifier("network_id", network_id))
     now = timezone.now()
 
@@ -503,7 +498,7 @@ def completion_report(
     )
     outcome: dict[str, Any] = {"ok": True, "completion_id": completion.id, "task_id": matched and matched.task_id}
     if matched is not None and matched.can(Move.COMPLETE):
-        matched.result = result[:STORED_RESULT_MAX]
+        matched.result = result[: limits.STORED_RESULT_MAX]
         task_transition(
             matched,
             Move.COMPLETE,
@@ -545,7 +540,7 @@ def broadcast_send(
     network_id: object = None,
 ) -> dict[str, Any]:
     """broadcast: one inbox row from the hub for every online agent in the network that matches."""
-    body = validate.required_text("message", message, max_len=TEXT_MAX)
+    body = validate.required_text("message", message, max_len=validate.TEXT_MAX)
     server = validate.identifier("filter_server", filter_server)
     status = validate.choice("filter_status", filter_status, SessionStatus.values)
     network = actor.writable_network(validate.identifier("network_id", network_id))
@@ -580,3 +575,37 @@ def broadcast_send(
         recipients=aliases[:100],
     )
     return {"ok": True, "recipients": len(ids), "message_ids": ids}
+
+
+# get_inbox, get_task and list_tasks show tasks that may be past their deadline. Each first settles
+# the deadlines of what the caller may see (tasks_expire_due: a write, it expires tasks and tells
+# their senders), then reads through its selector, so no caller sees a stale "delivered" and no
+# selector writes.
+
+
+def inbox_list(
+    *, actor: Actor, alias: object, limit: object = None, network_id: object = None, wait_seconds: object = None
+) -> dict[str, Any]:
+    """get_inbox (a long-poll reads again through here, so each look settles deadlines anew)."""
+    tasks_expire_due(network_ids=actor.readable_networks())
+    return inbox_pending(actor=actor, alias=alias, limit=limit, network_id=network_id, wait_seconds=wait_seconds)
+
+
+def task_get(*, actor: Actor, task_id: object) -> dict[str, Any]:
+    """get_task."""
+    tasks_expire_due(network_ids=actor.readable_networks())
+    return task_with_history(actor=actor, task_id=task_id)
+
+
+def task_list(
+    *,
+    actor: Actor,
+    alias: object = None,
+    status: object = None,
+    from_name: object = None,
+    network_id: object = None,
+    limit: object = None,
+) -> dict[str, Any]:
+    """list_tasks."""
+    tasks_expire_due(network_ids=actor.readable_networks())
+    return task_rows(actor=actor, alias=alias, status=status, from_name=from_name, network_id=network_id, limit=limit)

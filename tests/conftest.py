@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import pytest
-from django.db import connection
+from django.db.models import Max, Q
 
 from hub_agents.actors import Actor
 from hub_agents.models import Network
@@ -19,8 +20,13 @@ from hub_agents.services import (
     user_get_or_create,
 )
 from hub_core import ratelimit
-from hub_core.events import HubEvent, hub_event
+from hub_core.events import EventType, HubEvent, outbox_close
+from hub_events.models import OPERATORS, Event
 from hub_fleet.services import session_report
+
+# Fixtures for every package (live hubs) and the markers `make test-fast` filters on; helpers that are
+# not fixtures live in tests/helpers/. No test module or conftest imports another.
+pytest_plugins = ["tests.plugins.live_hub", "tests.plugins.markers", "tests.plugins.pool", "tests.plugins.speed"]
 
 ActorFactory = Callable[..., Actor]
 
@@ -103,18 +109,70 @@ def online(agent) -> Callable[..., dict]:
     return report
 
 
+class Published(Sequence[HubEvent]):
+    """The events a test's `django_capture_on_commit_callbacks` blocks published and delivered, read
+    back from the event log: an event's rows are written in its transaction and sealed when it is
+    delivered, so the operators' sealed copies written inside a block are what the block pushed."""
+
+    def __init__(self) -> None:
+        self.windows: list[tuple[int, int]] = []  # (after, upto]: the event ids each block wrote
+
+    def _events(self) -> list[HubEvent]:
+        inside = Q(pk__in=[])
+        for after, upto in self.windows:
+            inside |= Q(id__gt=after, id__lte=upto)
+        rows = Event.objects.filter(inside, audience=OPERATORS, seq__isnull=False).order_by("seq", "id")
+        return [
+            HubEvent(type=EventType(row.type), network_id=row.network_id, audience=tuple(row.to), payload=row.payload)
+            for row in rows
+        ]
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._events()[index]
+
+    def __len__(self) -> int:
+        return len(self._events())
+
+    def __iter__(self) -> Iterator[HubEvent]:
+        return iter(self._events())
+
+    def __eq__(self, other: object) -> bool:
+        return self._events() == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._events())
+
+    def clear(self) -> None:
+        """Forget what was delivered so far."""
+        self.windows.clear()
+
+
+def _newest_event_id() -> int:
+    return Event.objects.aggregate(last=Max("id"))["last"] or 0
+
+
 @pytest.fixture
-def published() -> Iterator[list[HubEvent]]:
+def published(db) -> Published:
     """Events pushed after commit (tests wrap the call in django_capture_on_commit_callbacks)."""
-    seen: list[HubEvent] = []
-
-    def receive(sender, event: HubEvent, **kwargs) -> None:
-        seen.append(event)
-
-    hub_event.connect(receive, weak=False)
-    yield seen
-    hub_event.disconnect(receive)
+    return Published()
 
 
-def on_postgres() -> bool:
-    return connection.vendor == "postgresql"
+@pytest.fixture
+def django_capture_on_commit_callbacks(django_capture_on_commit_callbacks, request):
+    """pytest-django's fixture, each block a transaction of its own as the services would commit it
+    (a fresh outbox, so it captures its own delivery), noting for `published` the events it wrote."""
+    published: Published | None = request.getfixturevalue("published") if "published" in request.fixturenames else None
+
+    @contextmanager
+    def capture(**kwargs):
+        after = _newest_event_id() if published is not None else 0
+        outbox_close()
+        with django_capture_on_commit_callbacks(**kwargs) as callbacks:
+            try:
+                yield callbacks
+            finally:
+                outbox_close()
+                if published is not None:
+                    published.windows.append((after, _newest_event_id()))
+
+    return capture

@@ -28,7 +28,6 @@ from urllib.parse import quote
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management import call_command
@@ -46,8 +45,9 @@ from hub_fleet.services import session_report
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
 from hub_tasks.services import completion_report, message_send, reply_send, task_cancel, task_send
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
-from tests.commhub.test_api_endpoints import assert_refused
-from tests.hub_mcp.test_endpoint_http import call
+from tests.helpers.dashboard import browser_of, signed_in, websocket
+from tests.helpers.mcp import call
+from tests.helpers.rest import assert_refused
 
 API = "/api/v1/"
 SECRET = "B-SECRET"  # in every text of network B: none of it may reach a caller from A
@@ -462,12 +462,6 @@ DASHBOARD_CROSS: dict[str, tuple[str, str, dict[str, str]]] = {
 }
 
 
-def browser_of(user: AbstractBaseUser) -> Client:
-    browser = Client()
-    browser.force_login(user)
-    return browser
-
-
 def dashboard_request(world: World, user: str, case_id: str) -> tuple[Any, str]:
     method, path, form = DASHBOARD_CROSS[case_id]
     url, data = world.url(path), world.value(form)
@@ -548,18 +542,6 @@ def dashboard_post(world: World, user: str, action: str) -> Any:
     return browser.post(world.url(path), form, follow=True)
 
 
-def signed_in(user: AbstractBaseUser) -> list[tuple[bytes, bytes]]:
-    """The headers of a browser signed in as the user, for /ws/dashboard."""
-    cookie = browser_of(user).cookies[settings.SESSION_COOKIE_NAME].value
-    return [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()), (b"origin", b"http://localhost")]
-
-
-def websocket(headers: list[tuple[bytes, bytes]], query: str = "") -> WebsocketCommunicator:
-    from commhub.asgi import application
-
-    return WebsocketCommunicator(application, "/ws/dashboard" + query, headers=headers)
-
-
 async def frames_until_quiet(
     socket: WebsocketCommunicator, quiet: float = 0.1, *, first: bool = False
 ) -> list[dict[str, Any]]:
@@ -599,11 +581,11 @@ def committed_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[W
 
 class TestOverCommittedData:
     @pytest.fixture
-    def db(self, committed_world: World, django_db_blocker: Any) -> Iterator[None]:
-        """pytest-django's `db` overridden: this class's data is committed, so no transaction per test
-        (and, asking for `db`, its tests still have pytest-django set the test database up). Rows a
-        test adds, changes or deletes are put back after it, so each test starts from the same world
-        even after a failure."""
+    def restored_rows(self, committed_world: World, django_db_blocker: Any) -> Iterator[None]:
+        """Database access without pytest-django's `db`: this class's data is committed, so no
+        transaction per test (`committed_world` has the test database set up). Rows a test adds,
+        changes or deletes are put back after it, so each test starts from the same world even after
+        a failure."""
         with django_db_blocker.unblock():
             before = {model: rows_by_pk(model) for model, _ in ROW_MODELS.values()}
             yield
@@ -617,7 +599,7 @@ class TestOverCommittedData:
                         model.objects.filter(pk=pk).update(**row)
 
     @pytest.fixture
-    def live(self, db: None, committed_world: World) -> World:
+    def live(self, restored_rows: None, committed_world: World) -> World:
         return committed_world
 
     @pytest.mark.parametrize(("transport", "case_id"), params(CROSS, ("mcp", "rest"), needs_commit=True))

@@ -20,7 +20,7 @@ from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp.client.stdio import StdioServerParameters
 from pydantic import BaseModel
 
-from tests.agent.conftest import companion_env, rest, restart_hub
+from tests.helpers.live import companion_env, rest, restart_hub
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.conftest import companion_command, companion_env, rest
+from tests.helpers.live import companion_command, companion_env, rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.conftest import companion_command, companion_env, journal, rest, wait_for
+from tests.helpers.live import companion_command, companion_env, journal, rest, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,6 @@ import re
 import secrets
 import shlex
 import subprocess
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,9 +18,8 @@ import websockets.sync.client
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from hub_agents.services import token_create
-from tests.hub_events.conftest import Hub, hub_server  # noqa: F401  (the live-hub fixture, shared)
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+from tests.helpers.live import Hub
 
 
 def make_run_command(port: int) -> list[str]:
@@ -74,7 +72,7 @@ def assert_no_raw_token(output: str, token: str) -> None:
     assert not leaking, "\n".join(leaking)
 
 
-def test_make_run_logs_requests_without_raw_tokens(hub_server, network):  # noqa: F811
+def test_make_run_logs_requests_without_raw_tokens(hub_server, network):
     _, token = token_create(network=network, role="member", name="access-log")
     hub = hub_server(command=make_run_command)
 
@@ -87,7 +85,7 @@ def test_make_run_logs_requests_without_raw_tokens(hub_server, network):  # noqa
     assert "/api/v1/nothing-here/ntok_[redacted]" in output
 
 
-def test_the_production_command_logs_requests_without_raw_tokens(hub_server, network):  # noqa: F811
+def test_the_production_command_logs_requests_without_raw_tokens(hub_server, network):
     _, token = token_create(network=network, role="member", name="access-log")
     production = {
         "COMMHUB_PROFILE": "production",

@@ -19,7 +19,7 @@ from django.test import RequestFactory
 from hub_agents.models import AuditEntry
 from hub_core import ratelimit
 from hub_core.errors import HubError
-from tests.hub_events.conftest import Hub, hub_server  # noqa: F401  (the live-hub fixture, shared)
+from tests.helpers.live import Hub
 
 PASSWORD = "correct horse battery staple"
 PAGES = {
@@ -30,7 +30,7 @@ PAGES = {
 
 
 @pytest.fixture
-def hubs(hub_server) -> list[Hub]:  # noqa: F811
+def hubs(hub_server) -> list[Hub]:
     """One live hub; two when REDIS_URL is set (the count must then be shared between processes)."""
     env = {"COMMHUB_RATE_LIMIT_PREFIX": f"test-login-{uuid.uuid4().hex}"}
     return [hub_server(env) for _ in range(2 if os.environ.get("REDIS_URL") else 1)]

@@ -8,7 +8,6 @@ import re
 import secrets
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -17,8 +16,8 @@ from django.urls import reverse
 from commhub.security import RedactTokens
 from hub_agents.services import membership_set, token_create
 from hub_tasks.models import Task
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 PRODUCTION = {
     "COMMHUB_PROFILE": "production",
     "SECRET_KEY": secrets.token_urlsafe(50),

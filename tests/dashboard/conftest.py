@@ -16,7 +16,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.management import call_command
 from django.test import Client
 
-from tests.hub_events.conftest import Hub, agent_http, hub_server  # noqa: F401
+from tests.helpers.live import Hub
 
 try:
     from playwright.sync_api import sync_playwright

@@ -9,10 +9,10 @@ from django.conf import settings
 from freezegun import freeze_time
 
 from hub_agents.selectors import session_list
-from hub_core.errors import HubError
 from hub_fleet.selectors import session_get
-from hub_tasks.selectors import completion_list, task_get, task_list
-from hub_tasks.services import completion_report, inbox_ack, message_send, reply_send, task_send
+from hub_tasks.selectors import completion_list
+from hub_tasks.services import completion_report, inbox_ack, message_send, reply_send, task_get, task_list, task_send
+from tests.helpers import refused
 
 START = "2026-04-12T10:00:00Z"
 SESSION_KEYS = {
@@ -26,12 +26,6 @@ COMPLETION_KEYS = [
 TASK_LIST_KEYS = [
     "task_id", "from_name", "to_name", "priority", "status", "content", "result", "created_at", "completed_at",
 ]  # fmt: skip
-
-
-def refused(call, **kwargs) -> HubError:
-    with pytest.raises(HubError) as caught:
-        call(**kwargs)
-    return caught.value
 
 
 def statuses(result: dict) -> dict[str, str]:

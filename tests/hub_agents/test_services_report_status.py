@@ -12,18 +12,12 @@ from hub_core.errors import HubError
 from hub_core.events import EVENT_SCHEMA, EventType
 from hub_fleet.services import session_report
 from hub_tasks.models import Task
-from hub_tasks.selectors import task_get
-from hub_tasks.services import inbox_ack, message_send, task_send
+from hub_tasks.services import inbox_ack, message_send, task_get, task_send
+from tests.helpers import refused
 
 
 def session(alias: str) -> AgentSession:
     return AgentSession.objects.get(alias=alias)
-
-
-def refused(call, **kwargs) -> HubError:
-    with pytest.raises(HubError) as caught:
-        call(**kwargs)
-    return caught.value
 
 
 # --- result and upsert ---------------------------------------------------------------------------

@@ -14,19 +14,12 @@ from freezegun import freeze_time
 from hub_agents.models import ApiToken, Membership, Network
 from hub_agents.selectors import session_list
 from hub_agents.services import token_authenticate, token_create, token_revoke, user_get_or_create
-from hub_core.errors import HubError
 from hub_core.events import EVENT_SCHEMA, EventType, HubEvent
 from hub_fleet.selectors import session_get
 from hub_fleet.services import session_report
-from hub_tasks.selectors import completion_list, inbox_list, task_get, task_list
-from hub_tasks.services import completion_report, message_send, task_cancel, task_send
-
-
-def refused(call, **kwargs) -> HubError:
-    with pytest.raises(HubError) as caught:
-        call(**kwargs)
-    return caught.value
-
+from hub_tasks.selectors import completion_list
+from hub_tasks.services import completion_report, inbox_list, message_send, task_cancel, task_get, task_list, task_send
+from tests.helpers import refused
 
 # --- tokens ---------------------------------------------------------------------------------------
 

@@ -13,14 +13,13 @@ import mcp_types
 import pytest
 
 from hub_agents.services import token_create, token_revoke
+from tests.helpers.mcp import LATEST, MCP, call, post, request, rpc
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
-# on connections of their own: the data they read must be committed, not held in a test transaction.
-pytestmark = pytest.mark.django_db(transaction=True)
+# /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
+# tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
+pytestmark = pytest.mark.django_db
 
-MCP = "/mcp"
 MODERN = "2026-07-28"
-LATEST = "2025-11-25"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", LATEST)
 ALL_VERSIONS = [*HANDSHAKE_VERSIONS, MODERN]
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
@@ -55,32 +54,8 @@ READ_ONLY_TOOLS = {"get_task", "list_tasks", "get_all_status", "get_session_stat
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
-def post(client, body: Any, *, version: str | None = None, token: str | None = None, headers=None, path=MCP):
-    """POST a body (a JSON value, or raw bytes sent as they are) with the MCP headers asked for."""
-    sent = {}
-    if version is not None:
-        sent["MCP-Protocol-Version"] = version
-    if token is not None:
-        sent["Authorization"] = f"Bearer {token}"
-    sent |= headers or {}
-    data = body if isinstance(body, bytes) else json.dumps(body)
-    return client.post(path, data=data, content_type="application/json", headers=sent)
-
-
-def request(method: str, params: dict | None = None, *, id: Any = 1) -> dict:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
-    if params is not None:
-        body["params"] = params
-    return body
-
-
 def notification(method: str) -> dict:
     return {"jsonrpc": "2.0", "method": method}
-
-
-def rpc(client, method: str, params: dict | None = None, *, id: Any = 1, **options):
-    """A handshake-era request (version=None sends no MCP-Protocol-Version header)."""
-    return post(client, request(method, params, id=id), **options)
 
 
 def envelope(params: dict | None = None, **meta: Any) -> dict:
@@ -94,15 +69,6 @@ def modern(client, method: str, params: dict | None = None, *, token=None, heade
         sent["Mcp-Name"] = (params or {})["name"]
     sent |= headers or {}
     return rpc(client, method, envelope(params), id=id, version=MODERN, token=token, headers=sent)
-
-
-def call(client, tool: str, arguments: Any, *, token: str, version: str | None = LATEST) -> dict:
-    """tools/call in the handshake era; the JSON-RPC result (a protocol error fails the test)."""
-    reply = rpc(client, "tools/call", {"name": tool, "arguments": arguments}, version=version, token=token)
-    assert reply.status_code == 200, reply.content
-    body = reply.json()
-    assert "error" not in body, body
-    return body["result"]
 
 
 def rpc_error(reply, status: int, code: int) -> dict:

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.hub_events.conftest import Agent, Hub
+from tests.helpers.live import Agent, Hub
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

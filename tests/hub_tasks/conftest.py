@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-NOW = datetime(2026, 4, 12, 10, 0, tzinfo=UTC)
+from tests.helpers import NOW
 
 
 @pytest.fixture

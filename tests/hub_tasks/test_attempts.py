@@ -13,16 +13,16 @@ from django.test import Client
 
 from hub_agents.services import token_create
 from hub_tasks.models import Task
-from hub_tasks.selectors import task_get
 from hub_tasks.services import (
     completion_report,
     reply_send,
     task_cancel,
+    task_get,
     task_reassign,
     task_retry,
     task_send,
 )
-from tests.hub_tasks.conftest import NOW
+from tests.helpers import NOW
 
 pytestmark = pytest.mark.usefixtures("clock")
 

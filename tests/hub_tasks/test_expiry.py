@@ -13,12 +13,14 @@ from hub_core.errors import HubError
 from hub_core.events import EventType
 from hub_fleet.selectors import session_get
 from hub_tasks.models import Completion, Task, TaskEvent
-from hub_tasks.selectors import inbox_list, task_get, task_list
 from hub_tasks.services import (
     completion_report,
     inbox_ack,
+    inbox_list,
     task_ack,
     task_cancel,
+    task_get,
+    task_list,
     task_reassign,
     task_retry,
     task_send,

@@ -25,18 +25,20 @@ from hub_events.models import OPERATORS, Event
 from hub_fleet.selectors import fleet, session_get
 from hub_fleet.services import session_report
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from hub_tasks.selectors import inbox_list, task_get, task_list
 from hub_tasks.services import (
     broadcast_send,
     completion_report,
     inbox_ack,
+    inbox_list,
     task_ack,
     task_cancel,
+    task_get,
+    task_list,
     task_reassign,
     task_retry,
     task_send,
 )
-from tests.hub_tasks.test_races import race
+from tests.helpers.races import race
 
 pytestmark = pytest.mark.usefixtures("clock")
 
@@ -202,6 +204,7 @@ def concurrent_lookers(agent: Actor, sent: list[Sent]) -> list[Callable[[], Any]
     return lookers
 
 
+@pytest.mark.race
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("round_", range(3))
 def test_concurrent_readers_at_one_frozen_instant_expire_each_task_once(agent, clock, round_):
@@ -219,6 +222,7 @@ def test_concurrent_readers_at_one_frozen_instant_expire_each_task_once(agent, c
     assert_expired_exactly_once(sent, sent)
 
 
+@pytest.mark.race
 @pytest.mark.django_db(transaction=True)
 def test_a_retry_racing_the_readers_expires_once_then_delivers_again(agent, clock):
     sent = send_staggered(agent, ttls=(60,) * 3)

@@ -15,8 +15,8 @@ from hub_agents.models import AgentSession
 from hub_core.errors import HubError
 from hub_core.events import EVENT_SCHEMA, EventType, HubEvent
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from hub_tasks.selectors import inbox_list
-from hub_tasks.services import broadcast_send, message_send, reply_send, task_send
+from hub_tasks.services import broadcast_send, inbox_list, message_send, reply_send, task_send
+from tests.helpers import refused
 
 pytestmark = pytest.mark.django_db
 
@@ -30,18 +30,17 @@ def written() -> tuple[int, int, int]:
     return Task.objects.count(), InboxMessage.objects.count(), TaskEvent.objects.count()
 
 
-def refused(call: Callable[[], Any], code: str) -> HubError:
+def refused_unwritten(call: Callable[[], Any], code: str) -> HubError:
     """The HubError `call` raises; the call must have written nothing."""
     before = written()
-    with pytest.raises(HubError) as caught:
-        call()
-    assert caught.value.code == code, caught.value
+    error = refused(call)
+    assert error.code == code, error
     assert written() == before
-    return caught.value
+    return error
 
 
 def refused_argument(call: Callable[[], Any], field: str) -> HubError:
-    error = refused(call, "invalid_argument")
+    error = refused_unwritten(call, "invalid_argument")
     assert error.error.startswith(f"{field}: "), error.error
     assert error.extra["field"] == field
     return error
@@ -195,7 +194,7 @@ def test_task_send_chains_under_a_parent_task(agent):
 
 
 def test_task_send_refuses_an_unknown_parent(agent):
-    error = refused(
+    error = refused_unwritten(
         lambda: task_send(actor=agent, alias="coder", task="t", parent_task_id="nope"), "parent_task_not_found"
     )
     assert error.error == "parent task not found"
@@ -204,7 +203,7 @@ def test_task_send_refuses_an_unknown_parent(agent):
 def test_task_send_refuses_a_parent_from_another_network(agent, outsider):
     foreign = task_send(actor=outsider, alias="coder", task="theirs")["task_id"]
 
-    error = refused(
+    error = refused_unwritten(
         lambda: task_send(actor=agent, alias="coder", task="t", parent_task_id=foreign), "parent_task_not_found"
     )
     assert error.error == "parent task not found"
@@ -243,7 +242,7 @@ def test_task_send_same_request_id_with_other_content_conflicts(agent, change):
     first = task_send(actor=agent, alias="coder", task="t", client_request_id="req-1")
 
     call = {"alias": "coder", "task": "t", "client_request_id": "req-1", **change}
-    error = refused(lambda: task_send(actor=agent, **call), "idempotency_conflict")
+    error = refused_unwritten(lambda: task_send(actor=agent, **call), "idempotency_conflict")
     assert error.extra["task_id"] == first["task_id"]
 
 
@@ -251,12 +250,12 @@ def test_task_send_same_request_id_with_other_content_conflicts(agent, change):
 
 
 def test_task_send_refuses_a_viewer(viewer):
-    error = refused(lambda: task_send(actor=viewer, alias="coder", task="t"), "permission_denied")
+    error = refused_unwritten(lambda: task_send(actor=viewer, alias="coder", task="t"), "permission_denied")
     assert error.error == "permission_denied"
 
 
 def test_task_send_network_token_cannot_write_to_another_network(agent, other_network):
-    error = refused(
+    error = refused_unwritten(
         lambda: task_send(actor=agent, alias="coder", task="t", network_id=other_network.id), "permission_denied"
     )
     assert error.error == "permission_denied"
@@ -271,7 +270,7 @@ def test_task_send_network_token_may_name_its_own_network(agent, network):
 def test_task_send_user_token_in_several_networks_must_name_one(make_actor, network, other_network):
     bob = make_actor(user="bob", memberships={network: "member", other_network: "member"})
 
-    refused(lambda: task_send(actor=bob, alias="coder", task="t"), "network_required")
+    refused_unwritten(lambda: task_send(actor=bob, alias="coder", task="t"), "network_required")
 
 
 def test_task_send_user_token_lands_in_the_named_network(make_actor, network, other_network):
@@ -287,7 +286,9 @@ def test_task_send_user_token_cannot_write_where_it_may_not(make_actor, network,
     roles = {network: "member", other_network: "viewer"} if memberships == "viewer there" else {network: "member"}
     carol = make_actor(user="carol", memberships=roles)
 
-    refused(lambda: task_send(actor=carol, alias="coder", task="t", network_id=other_network.id), "permission_denied")
+    refused_unwritten(
+        lambda: task_send(actor=carol, alias="coder", task="t", network_id=other_network.id), "permission_denied"
+    )
 
 
 # --- send_task: events ---------------------------------------------------------------------------
@@ -363,7 +364,7 @@ def test_message_send_refuses_bad_arguments_naming_the_field(agent, arguments, f
 
 
 def test_message_send_refuses_a_viewer(viewer):
-    refused(lambda: message_send(actor=viewer, alias="coder", message="hi"), "permission_denied")
+    refused_unwritten(lambda: message_send(actor=viewer, alias="coder", message="hi"), "permission_denied")
 
 
 def test_message_send_pushes_new_message(agent, network, published, django_capture_on_commit_callbacks):
@@ -442,7 +443,9 @@ def test_reply_send_pushes_the_transition_and_the_reply(agent, task_id, publishe
 
 
 def test_reply_send_to_an_unknown_task_is_refused(agent):
-    error = refused(lambda: reply_send(actor=agent, alias="lead", text="t", in_reply_to="nope"), "task_not_found")
+    error = refused_unwritten(
+        lambda: reply_send(actor=agent, alias="lead", text="t", in_reply_to="nope"), "task_not_found"
+    )
     assert error.error == "task not found"
 
 
@@ -450,7 +453,9 @@ def test_reply_send_to_an_unknown_task_is_refused(agent):
 def test_reply_send_to_a_finished_task_is_refused(agent, task_id, first):
     reply_send(actor=agent, alias="lead", text="first answer", in_reply_to=task_id, status=first)
 
-    error = refused(lambda: reply_send(actor=agent, alias="lead", text="again", in_reply_to=task_id), "task_terminal")
+    error = refused_unwritten(
+        lambda: reply_send(actor=agent, alias="lead", text="again", in_reply_to=task_id), "task_terminal"
+    )
     assert error.error == f"task is terminal ({first})"
     task = Task.objects.get(pk=task_id)
     assert (task.status, task.result) == (first, "first answer")
@@ -459,7 +464,9 @@ def test_reply_send_to_a_finished_task_is_refused(agent, task_id, first):
 def test_reply_send_to_an_expired_task_is_refused(agent, task_id):
     Task.objects.filter(pk=task_id).update(expires_at=timezone.now() - timedelta(seconds=1))
 
-    error = refused(lambda: reply_send(actor=agent, alias="lead", text="late", in_reply_to=task_id), "task_terminal")
+    error = refused_unwritten(
+        lambda: reply_send(actor=agent, alias="lead", text="late", in_reply_to=task_id), "task_terminal"
+    )
     assert error.error == "task is terminal (expired)"
 
 
@@ -508,13 +515,17 @@ def test_reply_send_refuses_bad_arguments_naming_the_field(agent, task_id, argum
 
 
 def test_reply_send_cannot_see_another_networks_task(outsider, task_id):
-    error = refused(lambda: reply_send(actor=outsider, alias="lead", text="t", in_reply_to=task_id), "task_not_found")
+    error = refused_unwritten(
+        lambda: reply_send(actor=outsider, alias="lead", text="t", in_reply_to=task_id), "task_not_found"
+    )
     assert error.error == "task not found"
     assert Task.objects.get(pk=task_id).status == "delivered"
 
 
 def test_reply_send_refuses_a_viewer(viewer, task_id):
-    refused(lambda: reply_send(actor=viewer, alias="lead", text="t", in_reply_to=task_id), "permission_denied")
+    refused_unwritten(
+        lambda: reply_send(actor=viewer, alias="lead", text="t", in_reply_to=task_id), "permission_denied"
+    )
     assert Task.objects.get(pk=task_id).status == "delivered"
 
 
@@ -587,7 +598,7 @@ def test_broadcast_pushes_one_event_per_recipient(agent, online, published, djan
 def test_broadcast_refuses_a_viewer(viewer, online):
     online("a")
 
-    refused(lambda: broadcast_send(actor=viewer, message="m"), "permission_denied")
+    refused_unwritten(lambda: broadcast_send(actor=viewer, message="m"), "permission_denied")
 
 
 @pytest.mark.parametrize(

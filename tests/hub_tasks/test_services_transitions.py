@@ -20,14 +20,16 @@ from hub_agents.models import AgentSession
 from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent
 from hub_fleet.selectors import session_get
-from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent, TaskStatus
-from hub_tasks.selectors import completion_list, inbox_list, task_get
+from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
+from hub_tasks.selectors import completion_list
 from hub_tasks.services import (
     completion_report,
     inbox_ack,
+    inbox_list,
     reply_send,
     task_ack,
     task_cancel,
+    task_get,
     task_reassign,
     task_retry,
     task_send,
@@ -38,7 +40,6 @@ TTL = 600
 CODER, OTHER, LEAD = "coder", "reviewer", "lead"
 CONTENT = "write quicksort"
 
-ALL = [status.value for status in TaskStatus]
 ACTIVE = ["created", "delivered", "acked", "running"]
 TERMINAL = ["replied", "failed", "cancelled", "expired"]
 RETRYABLE = ["failed", "expired", "cancelled"]

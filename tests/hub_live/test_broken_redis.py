@@ -15,7 +15,7 @@ import websockets
 from django.test import Client
 
 from hub_agents.services import membership_set
-from tests.hub_events.conftest import sse_events
+from tests.helpers.live import sse_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

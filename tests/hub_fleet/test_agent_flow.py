@@ -1,8 +1,7 @@
 """One agent's whole loop through the services: dispatch, inbox, ack, working, completion."""
 
 from hub_agents.selectors import session_list
-from hub_tasks.selectors import inbox_list, task_get
-from hub_tasks.services import completion_report, inbox_ack, task_send
+from hub_tasks.services import completion_report, inbox_ack, inbox_list, task_get, task_send
 
 
 def test_a_task_travels_from_dispatch_to_completion(agent, online):

@@ -22,9 +22,9 @@ from hub_agents.models import Network
 from hub_agents.services import token_authenticate, token_create
 from hub_fleet.services import session_report
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
-# on connections of their own: the data they read must be committed, not held in a test transaction.
-pytestmark = pytest.mark.django_db(transaction=True)
+# /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
+# tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
+pytestmark = pytest.mark.django_db
 
 # operationId -> (path, method, success status, required body fields; None for a GET)
 OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {

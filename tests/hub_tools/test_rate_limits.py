@@ -21,9 +21,9 @@ from hub_agents.models import Network
 from hub_agents.services import token_create
 from hub_core import ratelimit
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
-# on connections of their own: the data they read must be committed, not held in a test transaction.
-pytestmark = pytest.mark.django_db(transaction=True)
+# /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
+# tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
+pytestmark = pytest.mark.django_db
 
 API = "/api/v1/"
 MCP_VERSION = "2025-11-25"

@@ -16,7 +16,7 @@ from django.test import Client
 from hub_agents.models import AgentSession
 from hub_agents.services import membership_set
 from hub_events.selectors import events_position
-from tests.hub_events.conftest import sse_events
+from tests.helpers.live import sse_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -32,7 +32,7 @@ from hub_core import ratelimit
 from hub_tasks.models import Completion, InboxMessage, Task
 from hub_tasks.services import task_send
 from hub_tools.tools import TOOLS_BY_NAME, Tool
-from tests.hub_mcp.test_hostile_input import (
+from tests.helpers.hostile import (
     FUZZ,
     HOSTILE_TEXT,
     HTML,
@@ -49,9 +49,9 @@ from tests.hub_mcp.test_hostile_input import (
     tool_outcome,
 )
 
-# The inbox endpoint runs its database work on the shared thread pool, on connections of its own,
-# and the SQL/HTML test reads through /mcp: what they read must be committed.
-pytestmark = pytest.mark.django_db(transaction=True)
+# /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
+# tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
+pytestmark = pytest.mark.django_db
 
 API = "/api/v1/"
 
@@ -91,7 +91,6 @@ ENDPOINTS = [
     Endpoint("get", "completions", "get_completions"),
     Endpoint("post", "completions", "report_completion"),
 ]
-ENDPOINT_IDS = [f"{endpoint.method} {endpoint.pattern}" for endpoint in ENDPOINTS]
 GETS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "get"]
 POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
 
@@ -129,7 +128,7 @@ def assert_api_answer(response: HttpResponse, sent: bytes, method: str = "GET") 
     return body
 
 
-def refused(response: HttpResponse, sent: bytes, status: int, error: str, **extra: Any) -> dict[str, Any]:
+def refused_answer(response: HttpResponse, sent: bytes, status: int, error: str, **extra: Any) -> dict[str, Any]:
     body = assert_api_answer(response, sent, "POST")
     assert body is not None
     assert response.status_code == status and body["error"] == error, (response.status_code, body)
@@ -370,7 +369,7 @@ def test_a_body_over_the_size_limit_is_413_whatever_it_holds(
 
     response = client.post(path, data=body, content_type="application/json", headers=bearer(world.token))
 
-    refused(response, body, 413, "request_too_large")
+    refused_answer(response, body, 413, "request_too_large")
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -520,7 +519,7 @@ def test_a_body_nested_absurdly_deep_is_invalid_json(client: Client, world: Worl
     for depth in (10_000, 100_000):
         body = b'{"alias": "coder", "task": "t", "priority": ' + b"[" * depth + b"]" * depth + b"}"
 
-        refused(
+        refused_answer(
             client.post(API + "tasks", body, content_type="application/json", headers=bearer(world.token)),
             body,
             400,

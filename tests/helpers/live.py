@@ -1,25 +1,25 @@
-"""Live hubs for delivery tests: real daphne processes serving the test database."""
+"""Talking to live hubs (real daphne processes, see the `hub_server` fixture in tests/plugins/live_hub.py)
+and to the companion (agent/) running against them."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from django.db import connection
 
-from hub_agents.services import token_create
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+AGENT_DIR = ROOT / "agent"
 
 
 def database_url() -> str:
@@ -82,59 +82,6 @@ class Agent:
         return json.loads(reply.json()["result"]["content"][0]["text"])
 
 
-@pytest.fixture
-def hub_server(transactional_db) -> Iterator[Callable[..., Hub]]:
-    """start(env=None) → a daphne process on a free port serving the test database; stopped after the test."""
-    started: list[Hub] = []
-
-    def start(env: dict[str, str] | None = None, command: Callable[[int], list[str]] | None = None) -> Hub:
-        """`env`: extra environment variables for this server (over the test process's own).
-        `command(port)`: another server command line than plain daphne (as make run or README start one)."""
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        log = Path(f"/tmp/commhub-hub-{os.getpid()}-{port}.log")
-        env = {**os.environ, "DATABASE_URL": database_url(), "CONN_MAX_AGE": "0", **(env or {})}
-        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "commhub.asgi:application"]
-        process = subprocess.Popen(
-            command(port) if command else argv,
-            cwd=ROOT,
-            env=env,
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        hub = Hub(url=f"http://127.0.0.1:{port}", process=process, log=log)
-        started.append(hub)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{hub.url}/healthz", timeout=2).status_code == 200:
-                    return hub
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, log.read_text()
-            time.sleep(0.2)
-        raise AssertionError(f"hub did not start: {log.read_text()}")
-
-    yield start
-    for hub in started:
-        hub.process.terminate()
-        try:
-            hub.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            hub.process.kill()
-        log = hub.log.read_text(errors="replace")
-        if "Traceback" in log:  # shown with the test's output if it failed: the server's side of it
-            print(f"--- {hub.url} server log ---\n{log[-6000:]}")
-        hub.log.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def agent_http(network) -> Agent:
-    _, raw = token_create(network=network, role="member", name="live-agent")
-    return Agent(raw)
-
-
 def sse_events(hub: Hub, agent: Agent, alias: str, *, last_event_id: int | None = None, within: float = 60):
     """Yield (id, type, frame) from /events/{alias} until the caller stops; fail after `within` s."""
     deadline = time.monotonic() + within
@@ -154,3 +101,65 @@ def sse_events(hub: Hub, agent: Agent, alias: str, *, last_event_id: int | None 
             elif not line.startswith(":"):
                 name, _, value = line.partition(": ")
                 fields[name] = value
+
+
+def healthy(hub: Hub) -> bool:
+    try:
+        return httpx.get(f"{hub.url}/healthz", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def wait_for(condition: Callable[[], Any], *, within: float, what: str, every: float = 0.1) -> Any:
+    deadline = time.monotonic() + within
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(every)
+
+
+def restart_hub(hub: Hub) -> None:
+    """Stop the hub process and start a new one on the same port (the same URL for the companion)."""
+    hub.process.send_signal(signal.SIGTERM)
+    hub.process.wait(timeout=15)
+    port = hub.url.rsplit(":", 1)[1]
+    hub.process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "commhub.asgi:application"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url(), "CONN_MAX_AGE": "0"},
+        stdout=hub.log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+    wait_for(lambda: healthy(hub), within=60, what="the restarted hub")
+
+
+# --- the companion (agent/): a subprocess with the hub venv's python, agent/ on its PYTHONPATH ----
+
+
+def companion_env(hub: Hub, agent: Agent, state_dir: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(AGENT_DIR),
+        "COMMHUB_URL": hub.url,
+        "COMMHUB_TOKEN": agent.token,
+        "COMMHUB_AGENT_STATE_DIR": str(state_dir),
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
+
+
+def companion_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "commhub_agent", *args]
+
+
+def rest(hub: Hub, agent: Agent, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    reply = httpx.request(method, f"{hub.url}/api/v1{path}", headers=agent.headers, timeout=30, **kwargs)
+    assert reply.status_code < 500, reply.text
+    return reply.json()
+
+
+def journal(state_dir: Path, alias: str) -> list[dict[str, Any]]:
+    path = state_dir / f"{alias}.runner.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

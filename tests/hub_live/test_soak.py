@@ -27,7 +27,7 @@ from hub_agents.services import token_create
 from hub_events.models import Event
 from hub_events.selectors import events_position
 from hub_tasks.models import Completion, InboxMessage, Task, TaskStatus
-from tests.hub_events.conftest import Agent, Hub, sse_events
+from tests.helpers.live import Agent, Hub, sse_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -17,10 +17,11 @@ from django.test import Client
 
 from hub_agents.models import Network
 from hub_agents.services import membership_set, token_create, token_revoke
+from tests.helpers.rest import assert_refused
 
-# /mcp and the inbox endpoint run their database work on the shared thread pool (hub_core.waiting),
-# on connections of their own: the data they read must be committed, not held in a test transaction.
-pytestmark = pytest.mark.django_db(transaction=True)
+# /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
+# tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
+pytestmark = pytest.mark.django_db
 
 API = "/api/v1/"
 TASK_PLACEHOLDER = "{task}"
@@ -55,18 +56,6 @@ class Api:
 def bearer(network: Network, role: str = "member") -> dict[str, str]:
     _, raw = token_create(network=network, role=role, name=f"{role}-api")
     return {"Authorization": f"Bearer {raw}"}
-
-
-def assert_refused(response: HttpResponse, status: int, error: str, **extra: Any) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    assert body["ok"] is False
-    assert body["error"] == error
-    assert isinstance(body["message"], str) and body["message"]
-    for key, value in extra.items():
-        assert body[key] == value, (key, body)
-    return body
 
 
 @pytest.fixture

@@ -1,0 +1,26 @@
+"""A signed-in operator, through Django's test client and on the dashboard's websocket."""
+
+from __future__ import annotations
+
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.test import Client
+
+
+def browser_of(user: AbstractBaseUser) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def signed_in(user: AbstractBaseUser) -> list[tuple[bytes, bytes]]:
+    """The headers of a browser signed in as the user, for /ws/dashboard."""
+    cookie = browser_of(user).cookies[settings.SESSION_COOKIE_NAME].value
+    return [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()), (b"origin", b"http://localhost")]
+
+
+def websocket(headers: list[tuple[bytes, bytes]], query: str = "") -> WebsocketCommunicator:
+    from commhub.asgi import application
+
+    return WebsocketCommunicator(application, "/ws/dashboard" + query, headers=headers)
