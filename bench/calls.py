@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 
 from bench.load import Call, get_json, post_json
+from bench.seed import loop_alias
 
 MCP_HEADERS = {"MCP-Protocol-Version": "2025-06-18", "Accept": "application/json, text/event-stream"}
 _ids = itertools.count(1)
@@ -33,6 +33,15 @@ async def tool(session: aiohttp.ClientSession, url: str, name: str, arguments: d
     return reply["result"].get("structuredContent") or {}
 
 
+async def tool_arguments(session: aiohttp.ClientSession, url: str, name: str) -> set[str]:
+    """The arguments tool `name` takes, as the hub lists them (tools/list)."""
+    status, reply = await post_json(session, f"{url}/mcp", {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list"})
+    if status != 200 or "result" not in reply:
+        raise RuntimeError(f"tools/list answered {status}: {reply}")
+    found = next(tool for tool in reply["result"]["tools"] if tool["name"] == name)
+    return set(found["inputSchema"].get("properties", {}))
+
+
 def mcp(url: str, name: str, arguments: Any) -> Call:
     """A call of one tool; `arguments(client)` gives each call's arguments."""
 
@@ -42,22 +51,27 @@ def mcp(url: str, name: str, arguments: Any) -> Call:
     return call
 
 
-def acks(url: str, pending: dict[int, Iterator[str]], alias: str) -> Call:
-    """ack_inbox of messages seeded for each client (`pending[client]` yields their ids)."""
+def acks(url: str, seeded: dict[int, list[str]], clients: int) -> Call:
+    """ack_inbox of messages seeded for each client of a cell (bench.seed); one more than were seeded
+    fails, so a cell that outruns its seeds shows errors rather than a figure of something else."""
+    pending = {client: iter(ids) for client, ids in seeded.items()}
 
     async def call(session: aiohttp.ClientSession, client: int) -> bool:
-        message_id = next(pending[client])
-        result = await tool(session, url, "ack_inbox", {"alias": f"{alias}-{client}", "message_id": message_id})
-        return result.get("ok") is True
+        message_id = next(pending[client], None)
+        if message_id is None:
+            return False
+        arguments = {"alias": f"ack-{clients}-{client}", "message_id": message_id}
+        return (await tool(session, url, "ack_inbox", arguments)).get("ok") is True
 
     return call
 
 
-def agent_loop(url: str) -> Call:
-    """One turn of an agent: status → inbox → ack → working → completion (5 calls; 3 if idle)."""
+def agent_loop(url: str, clients: int) -> Call:
+    """One turn of an agent: status → inbox → ack → working → completion. An idle turn (3 calls: the
+    seeded tasks ran out) fails: the figure is of the 5-call loop."""
 
     async def call(session: aiohttp.ClientSession, client: int) -> bool:
-        alias, resume = f"mix-{client}", f"mix-resume-{client}"
+        alias, resume = loop_alias(clients, client), f"mix-resume-{clients}-{client}"
         ok = (await tool(session, url, "report_status", {"alias": alias, "resume_id": resume, "status": "idle"})).get(
             "ok"
         )
@@ -69,7 +83,7 @@ def agent_loop(url: str) -> Call:
             done = {"alias": alias, "task": message["task_id"], "result": "done", "score": 8}
             completed = await tool(session, url, "report_completion", done)
             ok = ok and acked.get("ok") and started.get("ok") and completed.get("task_id") == message["task_id"]
-        return bool(ok and inbox.get("ok"))
+        return bool(ok and inbox.get("ok") and inbox.get("messages"))
 
     return call
 

@@ -17,18 +17,23 @@ from bench.setup import Fleet
 
 AGENTS = 100
 RATES = (25, 100)  # tasks a second: well under this machine's send_task capacity, and the target's rate
+TARGET_RATE = 100
 SECONDS = 8
 GRACE = 30  # after the last send, how long a frame may still arrive before it counts as lost
 
 
-async def run(hub: Server, fleet: Fleet) -> list[Row]:
+async def run(hub: Server, fleet: Fleet, *, rates: tuple[int, ...] = RATES, seconds: float = SECONDS) -> list[Row]:
     rows = []
-    for rate in RATES:
-        rows += await _at_rate(hub, fleet, rate)
+    for rate in rates:
+        rows += await _at_rate(hub, fleet, rate, seconds)
     return rows
 
 
-async def _at_rate(hub: Server, fleet: Fleet, rate: int) -> list[Row]:
+def label(rate: int) -> str:
+    return f"{AGENTS} agents, {rate} tasks/s"
+
+
+async def _at_rate(hub: Server, fleet: Fleet, rate: int, seconds: float) -> list[Row]:
     sent: dict[str, float] = {}
     at_agent: dict[str, float] = {}
     at_operator: dict[str, float] = {}
@@ -79,7 +84,7 @@ async def _at_rate(hub: Server, fleet: Fleet, rate: int) -> list[Row]:
         await asyncio.sleep(1)
         sends = []
         start = time.perf_counter()
-        for number in range(rate * SECONDS):
+        for number in range(round(rate * seconds)):
             await asyncio.sleep(max(0.0, start + number / rate - time.perf_counter()))
             sends.append(asyncio.create_task(send(sender, number)))
         await asyncio.gather(*sends)
@@ -88,10 +93,9 @@ async def _at_rate(hub: Server, fleet: Fleet, rate: int) -> list[Row]:
             await asyncio.sleep(0.1)
         for watcher in watchers:
             watcher.cancel()
-    label = f"{AGENTS} agents, {rate} tasks/s"
     return [
-        _row(f"SSE new_task → agent ({label})", sent, at_agent),
-        _row(f"websocket new_task → dashboard ({label})", sent, at_operator),
+        _row(f"SSE new_task → agent ({label(rate)})", sent, at_agent),
+        _row(f"websocket new_task → dashboard ({label(rate)})", sent, at_operator),
     ]
 
 

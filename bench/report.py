@@ -8,33 +8,44 @@ from bench.load import Row
 # one-SELECT view (the issue's targets), delivery and scale with nothing.
 WRITES = {"send_task", "ack_inbox", "report_status", "report_completion", "agent loop (5 calls)", "POST /api/v1/tasks"}
 INSERT, SELECT, ECHO = "Django view: INSERT+SELECT", "Django view: SELECT", "raw ASGI echo"
+EMBEDDED = "embedded "  # the group prefix of rows measured on the embedded default (SQLite, daphne)
+COMPARED = ("mcp", "rest", "wsgi")
 
 
-def table(rows: list[Row], *, memory: tuple[list[float], list[float]]) -> str:
-    reference = {(row.name, row.clients): row.rate for row in rows if row.group == "reference"}
+def reference_of(row: Row) -> str:
+    return INSERT if row.name in WRITES else SELECT
+
+
+def reference_rate(rows: list[Row], row: Row, name: str) -> float | None:
+    """The rate of reference view `name` on the server `row` was measured on, at the same clients."""
+    group = EMBEDDED + "reference" if row.group.startswith(EMBEDDED) else "reference"
+    return next((r.rate for r in rows if r.group == group and r.name == name and r.clients == row.clients), None)
+
+
+def table(rows: list[Row], *, memory: tuple[list[float], list[float]] | None) -> str:
     lines = [
         "| group | what | clients | req/s | p50 ms | p99 ms | errors | vs Django view | vs ASGI echo |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
-        base = INSERT if row.name in WRITES else SELECT
-        versus_view = (
-            _ratio(row.rate, reference.get((base, row.clients))) if row.group in ("mcp", "rest", "wsgi") else ""
-        )
-        versus_echo = _ratio(row.rate, reference.get((ECHO, row.clients))) if row.group != "scale" else ""
-        rate = f"{row.rate:,.0f}" if row.group not in ("scale", "delivery") else ""
+        kind = row.group.removeprefix(EMBEDDED)
+        versus_view = _ratio(row.rate, reference_rate(rows, row, reference_of(row))) if kind in COMPARED else ""
+        throughput = kind in ("reference", *COMPARED)
+        versus_echo = _ratio(row.rate, reference_rate(rows, row, ECHO)) if throughput else ""
+        rate = f"{row.rate:,.0f}" if throughput or kind == "memory" else ""
         lines.append(
             f"| {row.group} | {row.name}{f' ({row.note})' if row.note else ''} | {row.clients} | {rate} | "
             f"{row.percentile(0.5):.1f} | {row.percentile(0.99):.1f} | {row.errors} | {versus_view} | {versus_echo} |"
         )
-    before, after = memory
-    lines.append("")
-    lines.append(
-        "Server worker RSS, MB: before the load "
-        + ", ".join(f"{mb:.0f}" for mb in before)
-        + "; after it "
-        + ", ".join(f"{mb:.0f}" for mb in after)
-    )
+    if memory:
+        before, after = memory
+        lines.append("")
+        lines.append(
+            "Server worker RSS, MB: before the load "
+            + ", ".join(f"{mb:.0f}" for mb in before)
+            + "; after it "
+            + ", ".join(f"{mb:.0f}" for mb in after)
+        )
     return "\n".join(lines)
 
 

@@ -26,21 +26,24 @@ PRELOAD = [
     # Finished work: statuses spread like a fleet's history, to agent-0 … agent-9999.
     """
     INSERT INTO hub_tasks_task (task_id, network_id, from_name, to_name, priority, status, content, result,
-        requires_response, created_by, sender_key, created_at, delivered_at, completed_at, expires_at)
+        requires_response, created_by, sender_key, created_at, delivered_at, completed_at, expires_at,
+        max_attempts, on_lost, retry_backoff_seconds)
     SELECT md5('t' || i)::uuid::text, %(network)s, 'lead-' || (i %% 50), 'agent-' || (i %% 10000),
         (ARRAY['high','normal','normal','low'])[1 + i %% 4],
         (ARRAY['replied','replied','replied','replied','failed','cancelled','expired','acked'])[1 + i %% 8],
         'preloaded task ' || i, 'result ' || i, true, 'bench', 'bench',
         now() - make_interval(secs => i), now() - make_interval(secs => i),
-        now() - make_interval(secs => i) + interval '5 minutes', now() - make_interval(secs => i) + interval '1 hour'
+        now() - make_interval(secs => i) + interval '5 minutes', now() - make_interval(secs => i) + interval '1 hour',
+        1, 'requeue', 30
     FROM generate_series(1, %(tasks)s) AS i
     """,
     # One task per agent still waiting in its inbox, with time to live.
     """
     INSERT INTO hub_tasks_task (task_id, network_id, from_name, to_name, priority, status, content,
-        requires_response, created_by, sender_key, created_at, delivered_at, expires_at)
+        requires_response, created_by, sender_key, created_at, delivered_at, expires_at, max_attempts, on_lost,
+        retry_backoff_seconds)
     SELECT md5('w' || i)::uuid::text, %(network)s, 'lead-0', 'agent-' || i, 'normal', 'delivered',
-        'waiting task ' || i, true, 'bench', 'bench', now(), now(), now() + interval '1 day'
+        'waiting task ' || i, true, 'bench', 'bench', now(), now(), now() + interval '1 day', 1, 'requeue', 30
     FROM generate_series(0, %(sessions)s - 1) AS i
     """,
     """
@@ -91,21 +94,37 @@ def run(hub: Server, fleet: Fleet, *, tasks: int) -> list[Row]:
     return asyncio.run(_measure(hub, fleet, tasks))
 
 
+PAGE = 100  # sessions a page, for get_all_status with limit and cursor
+PAGED = f"get_all_status limit={PAGE}, following next_cursor"
+NO_CURSOR = "not measured: no cursor yet"
+
+
 async def _measure(hub: Server, fleet: Fleet, tasks: int) -> list[Row]:
     task_ids = [row[0] for row in _sample_task_ids()]
+    page: dict[str, str] = {}  # the paged read's next cursor; none: start over at the first page
+
+    def paged() -> dict[str, object]:
+        return {"limit": PAGE, **page}
+
     reads = [
         ("get_inbox", lambda: {"alias": f"agent-{random.randrange(SESSIONS)}"}),
         ("get_task", lambda: {"task_id": random.choice(task_ids)}),
         ("list_tasks (with whole-scope stats)", lambda: {}),
         ("list_tasks alias=… (with stats)", lambda: {"alias": f"agent-{random.randrange(SESSIONS)}"}),
         ("get_all_status", lambda: {}),
+        (PAGED, paged),
         ("get_completions", lambda: {}),
     ]
     rows = []
     async with aiohttp.ClientSession(headers=calls.bearer(fleet.operator_token)) as session:
+        pages = {"limit", "cursor"} <= await calls.tool_arguments(session, hub.url, "get_all_status")
         for name, arguments in reads:
             tool = name.split(" ")[0]
-            row = Row("scale", name, 1, note=f"{tasks:,} tasks")
+            row = Row("scale", name, 1, note=f"{tasks:,} tasks", facts={"tasks": tasks})
+            if name == PAGED and not pages:
+                row.note = NO_CURSOR
+                rows.append(row)
+                continue
             until = time.perf_counter() + BUDGET
             for _ in range(CALLS):
                 if time.perf_counter() > until:
@@ -115,6 +134,9 @@ async def _measure(hub: Server, fleet: Fleet, tasks: int) -> list[Row]:
                 row.latencies.append(time.perf_counter() - started)
                 row.requests += 1
                 row.errors += result.get("ok") is not True
+                if name == PAGED:
+                    page.clear()
+                    page.update({"cursor": result["next_cursor"]} if result.get("next_cursor") else {})
             rows.append(row)
     return rows
 

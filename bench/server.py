@@ -36,14 +36,18 @@ class Server:
 
     def rss_mb(self) -> list[float]:
         """Resident memory of each worker (the master too when it serves itself), in MB."""
-        sizes = []
+        return list(self.worker_rss().values())
+
+    def worker_rss(self) -> dict[int, float]:
+        """Each worker's resident memory in MB, by pid (a restarted worker is another pid)."""
+        sizes = {}
         for pid in self.pids()[1:] or self.pids():
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
             except FileNotFoundError:
                 continue
             kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
-            sizes.append(kb / 1024)
+            sizes[pid] = kb / 1024
         return sizes
 
     def stop(self) -> None:

@@ -32,6 +32,7 @@ from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
 from hub_core import ratelimit
 from hub_core.errors import HubError
+from hub_core.formats import duration
 from hub_dashboard.forms import LockoutMessage
 
 
@@ -50,18 +51,16 @@ def _keys(request: HttpRequest | None, username: str | None) -> dict[str, str]:
     return keys
 
 
-def _wait(seconds: int) -> str:
-    if seconds < 90:
-        return f"{seconds} seconds"
-    return f"{math.ceil(seconds / 60)} minutes"
-
-
 def _locked(lock: ratelimit.LoginLock) -> HubError:
     who = "this username" if lock.scope == "username" else "your address"
+    # retry_after counts from the oldest failure, so it is rarely a round number ("851 seconds"):
+    # past a minute and a half it is named in whole minutes, rounded up so the wait named is never
+    # shorter than the real one.
+    wait = lock.retry_after if lock.retry_after < 90 else math.ceil(lock.retry_after / 60) * 60
     return HubError(
         "login_locked",
-        f"Too many failed logins for {who} ({lock.limit.amount} in {_wait(lock.limit.get_expiry())}). "
-        f"Wait {_wait(lock.retry_after)} and try again.",
+        f"Too many failed logins for {who} ({lock.limit.amount} in {duration(lock.limit.get_expiry())}). "
+        f"Wait {duration(wait)} and try again.",
         status=429,
         retry_after=lock.retry_after,
         scope=lock.scope,

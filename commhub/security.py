@@ -11,30 +11,13 @@ from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
 
-# Pages load scripts only from this origin, never inline, and cannot be framed. Styles may be
-# inline (progress bars set a width); that lets no script run.
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'self'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
-)
+from hub_core.headers import with_content_security_policy
 
 
 @sync_and_async_middleware
 def content_security_policy(get_response: Callable[[HttpRequest], Any]) -> Callable[[HttpRequest], Any]:
     """Adds the policy to every response (async-capable: an ASGI request never hops threads here)."""
-
-    def finish(response: HttpResponseBase) -> HttpResponseBase:
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        return response
+    finish = with_content_security_policy
 
     if iscoroutinefunction(get_response):
 

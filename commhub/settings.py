@@ -168,7 +168,13 @@ REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # Redis Pub/Sub: the layer carries only doorbell rings (hub_core.doorbell), which may be
+            # lost at no cost, so at-most-once delivery is all it needs. Its receive waits on a
+            # local queue: a waiter that gives up (a long-poll reporting progress each second)
+            # cancels nothing in Redis. (The list-based RedisChannelLayer's receive blocks in
+            # BZPOPMIN; cancelling it resets the shared connection, and fifty waiters doing so each
+            # second stalled every one of them.)
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
@@ -200,6 +206,11 @@ COMMHUB_STREAM_RECHECK_SECONDS = _int_setting("COMMHUB_STREAM_RECHECK_SECONDS", 
 # A long-poll answered over SSE on /mcp (the client sent a progressToken) reports progress this
 # often: clients that reset their timeout on progress then outlast a wait longer than that timeout.
 COMMHUB_LONG_POLL_PROGRESS_SECONDS = _int_setting("COMMHUB_LONG_POLL_PROGRESS_SECONDS", 5, minimum=1)
+# How long a process may reuse what a token stands for (its networks and roles) before reading the
+# token again. A change of access (a token revoked, a role changed, a member removed, a user
+# deactivated) reaches every process sooner, within a second, through the generation they share
+# (hub_agents/actor_cache.py); this bounds the reuse should that fail. 0: every request reads its token.
+COMMHUB_ACTOR_CACHE_SECONDS = _int_setting("COMMHUB_ACTOR_CACHE_SECONDS", 60, minimum=0)
 # send_task's default ttl_seconds when the caller gives none (the contract caps it at TTL_MAX, 86400).
 COMMHUB_DEFAULT_TTL_SECONDS = _int_setting("COMMHUB_DEFAULT_TTL_SECONDS", 3600, minimum=1)
 if COMMHUB_DEFAULT_TTL_SECONDS > TTL_MAX:
@@ -269,7 +280,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "CommHub API",
     "DESCRIPTION": (
-        "The 17 CommHub tools over plain HTTP: the same arguments and result objects as the MCP "
+        "The CommHub tools (the contract's 17, then the hub's own) over plain HTTP: the same arguments "
+        "and result objects as the MCP "
         "endpoint at /mcp. Authenticate with `Authorization: Bearer <ntok_…|utok_…>`."
     ),
     "VERSION": "1.0.0",

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from commhub.health import healthz
 from commhub.login_guard import AdminLoginForm
+from hub_api.cards import hub_card_view
 from hub_api.errors import api_not_found
 from hub_live.sse import event_stream
 from hub_mcp.views import mcp_endpoint, well_known_not_found
@@ -16,6 +17,7 @@ admin.site.login_form = AdminLoginForm
 api = [
     path("", include("hub_api.agents")),
     path("", include("hub_api.tasks")),
+    path("", include("hub_api.cards")),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: the pages' CSP runs no inline script.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
@@ -26,6 +28,8 @@ urlpatterns = [
     # Both spellings answer directly: a redirect would lose the POST body in many clients.
     path("mcp", mcp_endpoint, name="mcp"),
     path("mcp/", mcp_endpoint),
+    # The hub's A2A agent card (hub_api.cards), ahead of the other /.well-known/ paths, which it has not.
+    path(".well-known/agent-card.json", hub_card_view, name="hub_agent_card"),
     re_path(r"^\.well-known/(?P<path>.*)$", well_known_not_found),
     path("api/v1/", include(api)),
     path("events/<str:alias>", event_stream, name="events"),

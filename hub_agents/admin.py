@@ -52,7 +52,7 @@ def _checked(check: Any, field: str, value: Any) -> Any:
 class NetworkForm(forms.ModelForm):
     class Meta:
         model = Network
-        fields = ["name"]
+        fields = ["name", "default_lease_seconds"]
 
     def clean_name(self) -> str:
         return _checked(validate.required_identifier, "name", self.cleaned_data["name"])
@@ -61,7 +61,7 @@ class NetworkForm(forms.ModelForm):
 @admin.register(Network)
 class NetworkAdmin(admin.ModelAdmin):
     form = NetworkForm
-    list_display = ["name", "id", "created_at"]
+    list_display = ["name", "id", "default_lease_seconds", "created_at"]
     search_fields = ["name", "id"]
     readonly_fields = ["id", "created_at"]
     inlines = [MembershipInline]
@@ -73,6 +73,8 @@ class NetworkAdmin(admin.ModelAdmin):
         created, _ = network_create(name=obj.name, by=actor_label(request))
         obj.pk, obj.created_at = created.pk, created.created_at
         obj._state.adding = False
+        if obj.default_lease_seconds is not None:  # network_create knows only the name
+            Network.objects.filter(pk=obj.pk).update(default_lease_seconds=obj.default_lease_seconds)
 
     def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: BaseInlineFormSet, change: bool):
         if formset.model is not Membership:

@@ -1,7 +1,7 @@
 """Every limit on what an agent's heartbeat (report_status) accepts: stated here once.
 
-Checked by hub_fleet's session_report and described by the tool spec in hub_tools, both reading
-these at call time (`limits.NAME`). Text and id lengths shared with tasks are in hub_core.validate.
+The tool specs in hub_tools build each argument's parser and published schema from these; the
+session service reads STORED_OUTPUT_MAX. Text and id lengths shared with tasks are in hub_core.validate.
 """
 
 from __future__ import annotations
@@ -11,3 +11,11 @@ STORED_OUTPUT_MAX = 4_000  # kept of it
 PATH_MAX = 1_000  # project_dir, config_path
 SCORE_MAX = 10  # self-assessed quality, 0 to SCORE_MAX (report_status and report_completion)
 PROGRESS_MAX = 100  # percent
+SESSIONS_PAGE_MAX = 1_000  # get_all_status with `limit` (beyond the contract; without it, every session)
+
+# Skills (report_status skills, send_task required_skills, find_agents, list_open_tasks): short tags,
+# lower-case, so "Python" and "python" can never be two skills.
+SKILLS_MAX = 32  # tags one agent (or one open task) may name
+SKILL_MAX = 40  # characters in one tag
+SKILL_PATTERN = r"^[a-z0-9][a-z0-9._+#-]*$"  # e.g. python, c++, c#, k8s, code-review
+CONCURRENT_MAX = 100  # report_status max_concurrent: tasks one agent holds at once (claim_task's limit)

@@ -6,6 +6,7 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -22,6 +23,9 @@ class Role(models.TextChoices):
     VIEWER = "viewer"
 
 
+# The longest default lease: hub_tasks.limits.LEASE_MAX (not imported: the apps are not ready then).
+LEASE_SECONDS_MAX = 86_400
+
 WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
 ADMIN_ROLES = frozenset({Role.OWNER, Role.ADMIN})  # may also read the network's audit log
 
@@ -30,6 +34,14 @@ class Network(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_network_id, editable=False)
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Tasks sent without lease_seconds get this lease; null: no lease (as before leases existed).
+    default_lease_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(LEASE_SECONDS_MAX)],
+        help_text="Seconds an agent may stay silent on an acked or running task before the hub applies the "
+        "task's on_lost policy. Empty: tasks have no lease unless send_task asks for one.",
+    )
 
     def __str__(self) -> str:
         return self.name
@@ -122,6 +134,10 @@ class AgentSession(models.Model):
     config_path = models.CharField(max_length=1000, null=True, blank=True)
     channels = models.TextField(null=True, blank=True)
     model = models.CharField(max_length=200, null=True, blank=True)
+    # What the agent says it can do (report_status skills: short tags), and how many tasks it takes
+    # on at once from the open pool (claim_task). Null: never said.
+    skills = models.JSONField(null=True, blank=True)
+    max_concurrent = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_seen_at = models.DateTimeField(default=timezone.now)
 
@@ -171,6 +187,7 @@ class AuditEntry(models.Model):
         TASK_CANCELLED = "task.cancelled"
         TASK_REASSIGNED = "task.reassigned"
         BROADCAST_SENT = "broadcast.sent"
+        QUESTION_ANSWERED = "question.answered"
         LOGIN_LOCKED = "login.locked"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.

@@ -6,12 +6,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, CharField, Count, F, QuerySet, Value, When
+from django.db.models import Case, CharField, Count, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
-from hub_core import validate
+from hub_agents.results import SessionListing
+from hub_core.cursor import Position
+from hub_core.cursor import encode as encode_cursor
 from hub_core.errors import permission_denied
 from hub_core.formats import timestamp
 
@@ -19,6 +21,8 @@ SESSION_COLUMNS = (
     "resume_id", "alias", "status", "task", "output", "score", "progress", "server", "hostname",
     "agent", "project_dir", "version", "tmux_name", "node_id", "session_id", "config_path",
     "channels", "model",
+    # Beyond the contract (new keys only): what it can do, and how much of the open pool it takes on.
+    "skills", "max_concurrent",
 )  # fmt: skip
 
 
@@ -40,6 +44,7 @@ def with_effective_status(sessions: QuerySet[AgentSession], now: datetime) -> Qu
 def session_row(session: AgentSession) -> dict[str, Any]:
     row = {column: getattr(session, column) for column in SESSION_COLUMNS}
     row["status"] = getattr(session, "effective_status", session.status)
+    row["skills"] = session.skills or []
     row["network_id"] = session.network_id
     row["created_at"] = timestamp(session.created_at)
     row["last_seen_at"] = timestamp(session.last_seen_at)
@@ -52,30 +57,60 @@ def session_status_of(*, network_id: str, alias: str, now: datetime) -> str | No
     return with_effective_status(sessions, now).values_list("effective_status", flat=True).first()
 
 
+# The order get_all_status lists sessions in, and so the position a page's cursor holds.
+SESSION_ORDER = ("network_id", "alias", "id")
+SESSION_CURSOR_SHAPE = (str, str, int)
+
+
 def session_list(
     *,
     actor: Actor,
-    filter_status: object = None,
-    filter_server: object = None,
-    network_id: object = None,
-) -> dict[str, Any]:
-    """get_all_status: every session in scope, and counts by status over the whole scope."""
-    status = validate.choice("filter_status", filter_status, SessionStatus.values)
-    server = validate.identifier("filter_server", filter_server)
-    networks = actor.readable_networks(validate.identifier("network_id", network_id))
+    filter_status: str | None = None,
+    filter_server: str | None = None,
+    network_id: str | None = None,
+    limit: int | None = None,
+    cursor: Position | None = None,
+    alias: str | None = None,
+) -> SessionListing:
+    """get_all_status: every session in scope, and counts by status over the whole scope.
+
+    Beyond the contract: `limit` lists at most that many, from after `cursor` (a position in
+    SESSION_ORDER), and says where the next page starts; `alias` lists that alias's sessions only
+    (the dashboard's one-card update)."""
+    networks = actor.readable_networks(network_id)
     scope = with_effective_status(AgentSession.objects.filter(network_id__in=networks), timezone.now())
 
     sessions = scope
-    if status is not None:
-        sessions = sessions.filter(effective_status=status)
-    if server is not None:
-        sessions = sessions.filter(server=server)
+    if filter_status is not None:
+        sessions = sessions.filter(effective_status=filter_status)
+    if filter_server is not None:
+        sessions = sessions.filter(server=filter_server)
+    if alias is not None:
+        sessions = sessions.filter(alias=alias)
+    if cursor is not None:
+        last_network, last_alias, last_id = cursor
+        sessions = sessions.filter(
+            Q(network_id__gt=last_network)
+            | Q(network_id=last_network, alias__gt=last_alias)
+            | Q(network_id=last_network, alias=last_alias, id__gt=last_id)
+        )
+    sessions = sessions.order_by(*SESSION_ORDER)
+    page = list(sessions[: limit + 1] if limit is not None else sessions)
+    more = limit is not None and len(page) > limit
+    page = page[:limit] if limit is not None else page
     summary = scope.values("effective_status").annotate(count=Count("id")).order_by("-count", "effective_status")
-    return {
-        "ok": True,
-        "sessions": [session_row(session) for session in sessions.order_by("network_id", "alias", "id")],
-        "summary": [{"status": row["effective_status"], "count": row["count"]} for row in summary],
-    }
+    return SessionListing(
+        sessions=[session_row(session) for session in page],
+        summary=[{"status": row["effective_status"], "count": row["count"]} for row in summary],
+        paged=limit is not None or cursor is not None,
+        next_cursor=encode_cursor(tuple(getattr(page[-1], column) for column in SESSION_ORDER)) if more else None,
+    )
+
+
+def session_aliases(*, actor: Actor, network_id: str) -> list[str]:
+    """The aliases that have reported in the network, sorted (the dashboard's dispatch suggestions)."""
+    (network,) = actor.readable_networks(network_id)
+    return sorted(set(AgentSession.objects.filter(network_id=network).values_list("alias", flat=True)))
 
 
 def audit_list(*, actor: Actor, network_id: str) -> QuerySet[AuditEntry]:

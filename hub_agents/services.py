@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from hub_agents import actor_cache
 from hub_agents.actors import Actor
 from hub_agents.audit import SYSTEM, audit_record
 from hub_agents.models import (
@@ -27,7 +28,7 @@ from hub_agents.models import (
 )
 from hub_core import validate
 from hub_core.errors import HubError
-from hub_core.events import EventType, HubEvent, publish
+from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last-used write per token a minute
 
@@ -145,9 +146,11 @@ def token_create(
 
 @transaction.atomic
 def token_revoke(*, token: ApiToken, by: str = SYSTEM) -> bool:
-    """Revoke the token; every process refuses it from its next request. False if it already was."""
+    """Revoke the token: this process refuses it at once, every other within a second. False if it
+    already was."""
     revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     if revoked:
+        actor_cache.access_changed()  # an .update() sends no signal
         for network_id in _token_networks(token):
             audit_record(
                 network_id=network_id, action=AuditEntry.Action.TOKEN_REVOKED, actor=by, target=_token_target(token)
@@ -168,29 +171,46 @@ def _token_target(token: ApiToken) -> str:
 
 
 def token_authenticate(*, raw: str) -> Actor:
-    """The actor a bearer token stands for; refuses unknown, revoked and memberless tokens."""
-    token = (
-        ApiToken.objects.select_related("user").filter(digest=ApiToken.digest_of(raw), revoked_at__isnull=True).first()
-    )
+    """The actor a bearer token stands for; refuses unknown, revoked and memberless tokens.
+
+    Remembered per process (hub_agents.actor_cache): a change of access reaches the process that
+    made it at once and every other within a second."""
+    digest = ApiToken.digest_of(raw)  # the cache's key: the raw token is kept nowhere
+    epoch = actor_cache.current_epoch()  # before reading: a change committed meanwhile discards the read
+    now = timezone.now()
+    cached = actor_cache.get(digest, epoch)
+    if cached is not None:
+        cached.last_used_at = _record_use(cached.token_id, cached.last_used_at, now)
+        return cached.actor
+    token = ApiToken.objects.select_related("user").filter(digest=digest, revoked_at__isnull=True).first()
     if token is None or (token.user is not None and not token.user.is_active):
         raise HubError(
             "unauthorized", "The bearer token is unknown or revoked; ask an operator for a token.", status=401
         )
-    now = timezone.now()
-    # Recorded at most once a minute: most requests skip the write (and its round trip) entirely.
-    # An .update(), so recording use never overwrites a concurrent revoke.
-    if token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        ).update(last_used_at=now)
+    last_used_at = _record_use(token.pk, token.last_used_at, now)
     if token.kind == ApiToken.Kind.NETWORK:
-        return Actor(
+        actor = Actor(
             label=f"{token.prefix} ({token.name})" if token.name else token.prefix,
             key=f"token:{token.pk}",
             roles={token.network_id: token.role},
             network_bound=True,
         )
-    return actor_for_user(token.user, key=f"token:{token.pk}")
+    else:
+        actor = actor_for_user(token.user, key=f"token:{token.pk}")
+    actor_cache.put(digest, epoch, actor=actor, token_id=token.pk, last_used_at=last_used_at)
+    return actor
+
+
+def _record_use(token_id: int, last_used_at: datetime | None, now: datetime) -> datetime | None:
+    """The token's last use as recorded after this one. Recorded at most once a minute: most requests
+    skip the write (and its round trip) entirely. An .update(), so recording use never overwrites a
+    concurrent revoke."""
+    if last_used_at is not None and last_used_at >= now - LAST_USED_RESOLUTION:
+        return last_used_at
+    ApiToken.objects.filter(pk=token_id).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)
+    return now
 
 
 def actor_for_user(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
@@ -256,7 +276,7 @@ def session_touch(*, network_id: str, alias: str) -> None:
     AgentSession.objects.filter(network_id=network_id, alias=alias).update(last_seen_at=timezone.now())
 
 
-@transaction.atomic
+@sealed_atomic
 def session_set_idle(*, network_id: str, alias: str, now: datetime) -> None:
     """The alias finished its work (report_completion): idle, no task, progress 0."""
     for session in AgentSession.objects.select_for_update().filter(network_id=network_id, alias=alias):

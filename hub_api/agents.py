@@ -1,4 +1,4 @@
-"""REST endpoints for agent sessions, each running one of the contract's tools."""
+"""REST endpoints for agent sessions and their skills, each running one tool (the contract's or the hub's own)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ urlpatterns = [
         Operation("get", "get_session_status", fixed=(("alias", "report"),)),
         tag="sessions",
     ),
+    route("agents", Operation("get", "find_agents"), tag="sessions"),
     route("sessions/<str:alias>", Operation("get", "get_session_status"), tag="sessions"),
     route("sessions/<str:alias>/inbox", Operation("get", "get_inbox"), tag="inbox"),
     route("sessions/<str:alias>/inbox/<str:message_id>/ack", Operation("post", "ack_inbox"), tag="inbox"),

@@ -101,7 +101,7 @@ def _handler(operation: Operation):
 
 # Bounded: int() of a huge digit string is slow, and any such value is out of range anyway.
 _INTEGER = re.compile(r"-?[0-9]{1,30}")
-_NUMBER = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,30})?")
+_NUMBER = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,3})?")  # JSON number syntax, as schemas mean it
 
 
 def _query_arguments(request: Request, tool: Tool) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def _query_arguments(request: Request, tool: Tool) -> dict[str, Any]:
         if len(values) > 1:
             raise invalid_argument(name, "is given more than once")
         value = values[0]
-        kind = tool.params.get(name, {}).get("type")
+        kind = tool.params[name].kind if name in tool.params else None
         if kind == "integer":
             if not _INTEGER.fullmatch(value):
                 raise invalid_argument(name, f"must be a whole number (got {value!r})")

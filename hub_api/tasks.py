@@ -1,4 +1,5 @@
-"""REST endpoints for tasks, messages and completions, each running one of the contract's tools."""
+"""REST endpoints for tasks, the open pool, messages and completions, each running one tool (the contract's or
+the hub's own)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ urlpatterns = [
     route("tasks/<str:task_id>/retry", Operation("post", "retry_task"), tag="tasks"),
     route("tasks/<str:task_id>/cancel", Operation("post", "cancel_task"), tag="tasks"),
     route("tasks/<str:task_id>/reassign", Operation("post", "reassign_task"), tag="tasks"),
+    # Beyond the contract: the open pool (hub_fleet.pool).
+    route("pool", Operation("get", "list_open_tasks"), tag="pool"),
+    route("tasks/<str:task_id>/claim", Operation("post", "claim_task"), tag="pool"),
+    # Beyond the contract: questions to a person (hub_tasks.questions).
+    route("tasks/<str:task_id>/questions", Operation("post", "ask_operator", created=True), tag="questions"),
+    route("questions", Operation("get", "list_questions"), tag="questions"),
+    route("questions/<str:question_id>/answer", Operation("post", "answer_question"), tag="questions"),
     route("messages", Operation("post", "send_message", created=True), tag="messages"),
     route("replies", Operation("post", "send_reply", created=True), tag="messages"),
     route("broadcasts", Operation("post", "broadcast", created=True), tag="messages"),

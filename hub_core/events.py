@@ -1,28 +1,30 @@
 """The one way a state change leaves the process: `publish()` a HubEvent.
 
 Services call `publish()` inside their transaction. The event is written to the event log in that
-transaction (through the port below: hub_events plugs its recorder and sealer in at start-up, so this
-core module imports no app), and only after commit are the log rows sealed in commit order,
-the doorbells of their audiences rung (SSE streams, dashboard websockets, long-polls, on any
-process). A rolled-back write pushes nothing.
+transaction (through the port below: hub_events plugs its recorder and sealers in at start-up, so
+this core module imports no app). A write opened with `sealed_atomic` seals its rows (gives them
+their feed positions, in commit order) as the last statements before its COMMIT, so a write commits
+once; rows published outside such a block (the admin, a management command) are sealed after
+commit instead. After commit the doorbells of their audiences ring (SSE streams, dashboard
+websockets, long-polls, on any process). A rolled-back write pushes nothing.
 
-What is delivered is read from the log, so a delivery only needs to know which networks to seal and
-which feeds to ring. A transaction collects both in one outbox however many events it publishes (a
-broadcast to 500), registered once with `transaction.on_commit`. Only public Django API is used: a
-registration that a rollback (of the transaction or of the savepoint it was made in) drops is noticed
-through a weak reference, and the next publish starts a new outbox.
+What is delivered is read from the log, so a delivery only needs to know which rows are still to
+seal and which feeds to ring. A transaction collects both in one outbox however many events it
+publishes (a broadcast to 500), registered once with `transaction.on_commit`. Only public Django API
+is used: a registration that a rollback (of the transaction or of the savepoint it was made in)
+drops is noticed through a weak reference, and the next publish starts a new outbox.
 
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, ParamSpec, Protocol, TypeVar, overload
 from weakref import WeakKeyDictionary
 
 from django.db import transaction
@@ -41,6 +43,10 @@ class EventType(StrEnum):
     TASK_UPDATED = "task_updated"
     SESSION_UPDATED = "session_updated"
     TASK_EXPIRED = "task_expired"
+    LEASE_LOST = "lease_lost"
+    NEW_OPEN_TASK = "new_open_task"
+    QUESTION_ASKED = "question_asked"
+    QUESTION_ANSWERED = "question_answered"
 
 
 # Each event type's payload keys, exactly: a consumer can rely on every one being present.
@@ -56,6 +62,20 @@ EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
     EventType.TASK_UPDATED: frozenset({"task_id", "from_status", "to_status", "to_name", "from_name", "actor"}),
     EventType.SESSION_UPDATED: frozenset({"alias", "resume_id", "status", "task", "progress"}),
     EventType.TASK_EXPIRED: frozenset({"task_id", "to_name", "from_name", "message_id"}),
+    # outcome: "requeued" (delivered to its agent again), "reopened" (claimed from the open pool:
+    # back in it), "retry_scheduled" (held until retry_at) or "failed"; message_id: the notice in the
+    # sender's inbox.
+    # To every agent whose skills cover the task's required_skills: claim it with claim_task.
+    EventType.NEW_OPEN_TASK: frozenset(
+        {"task_id", "priority", "content", "context", "from_session", "required_skills"}
+    ),
+    # To the task's sender (and the operators): a person is asked; then, that it was answered (the
+    # answer itself reaches the agent as a new_reply).
+    EventType.QUESTION_ASKED: frozenset({"question_id", "task_id", "asked_by", "question", "options"}),
+    EventType.QUESTION_ANSWERED: frozenset({"question_id", "task_id", "asked_by", "answered_by"}),
+    EventType.LEASE_LOST: frozenset(
+        {"task_id", "to_name", "from_name", "lease_seconds", "outcome", "retry_at", "message_id"}
+    ),
 }
 
 
@@ -74,31 +94,15 @@ class HubEvent:
                 f"{self.type} payload keys {sorted(self.payload)} differ from the schema {sorted(expected)}"
             )
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "type": str(self.type),
-                "network_id": self.network_id,
-                "audience": list(self.audience),
-                "payload": self.payload,
-            },
-            ensure_ascii=False,
-        )
 
-    @classmethod
-    def from_json(cls, raw: str) -> HubEvent:
-        data = json.loads(raw)
-        return cls(
-            type=EventType(data["type"]),
-            network_id=data["network_id"],
-            audience=tuple(data["audience"]),
-            payload=data["payload"],
-        )
+class Recorded(NamedTuple):
+    audiences: list[str]  # whose feeds to ring
+    ids: list[int]  # the rows written, to seal before commit
 
 
 class Recorder(Protocol):
-    def __call__(self, *, network_id: str, type: str, payload: dict[str, Any], aliases: tuple[str, ...]) -> list[str]:
-        """Write the event's rows in the caller's transaction; return the audiences written."""
+    def __call__(self, *, network_id: str, type: str, payload: dict[str, Any], aliases: tuple[str, ...]) -> Recorded:
+        """Write the event's rows in the caller's transaction."""
         ...
 
 
@@ -111,39 +115,56 @@ class Sealer(Protocol):
         ...
 
 
+class InlineSealer(Protocol):
+    def __call__(self, *, network_id: str, event_ids: list[int]) -> object:
+        """Give these rows of the running transaction their feed positions now, from the network's
+        counter, whose row lock it holds to commit. Ids of rows a savepoint rolled back are skipped."""
+        ...
+
+
 @dataclass
 class _EventLog:
     record: Recorder | None = None
     seal: Sealer | None = None
+    seal_now: InlineSealer | None = None
 
 
 _log = _EventLog()
 
 
-def event_log_install(*, record: Recorder, seal: Sealer) -> None:
+def event_log_install(*, record: Recorder, seal: Sealer, seal_now: InlineSealer) -> None:
     """The event log's port: the app that keeps the log (hub_events) plugs in here in AppConfig.ready()."""
-    _log.record, _log.seal = record, seal
+    _log.record, _log.seal, _log.seal_now = record, seal, seal_now
 
 
 def _installed() -> _EventLog:
-    if _log.record is None or _log.seal is None:
+    if _log.record is None or _log.seal is None or _log.seal_now is None:
         raise RuntimeError("No event log installed: add hub_events to INSTALLED_APPS (it plugs in at start-up).")
     return _log
 
 
 class _Outbox:
-    """What a transaction published: the networks to seal and the feeds to ring after commit."""
+    """What a transaction published: the rows still to seal (by network) and the feeds to ring."""
 
     def __init__(self) -> None:
-        self.networks: dict[str, None] = {}
+        self.unsealed: dict[str, list[int]] = {}
         self.groups: dict[str, None] = {}
         self.delivered = False
         self.registration: Callable[[], object] = lambda: None  # a weak reference, once registered
 
-    def add(self, network_id: str, audiences: list[str]) -> None:
-        self.networks[network_id] = None
-        for audience in audiences:
+    def add(self, network_id: str, recorded: Recorded) -> None:
+        self.unsealed.setdefault(network_id, []).extend(recorded.ids)
+        for audience in recorded.audiences:
             self.groups[feed_group(network_id, audience)] = None
+
+    def seal_now(self) -> None:
+        """Seal the rows published so far, in the running transaction, network by network."""
+        seal_now = _installed().seal_now
+        # One lock order for every writer (counter rows by network id): two writers that publish in
+        # the same networks queue on the first of them instead of deadlocking.
+        for network_id in sorted(self.unsealed):
+            seal_now(network_id=network_id, event_ids=self.unsealed[network_id])
+        self.unsealed.clear()  # nothing left for after commit (a rollback takes the positions too)
 
     @property
     def collecting(self) -> bool:
@@ -167,7 +188,9 @@ class _Outbox:
         self.delivered = True
         seal = _installed().seal
         try:
-            for network_id in self.networks:
+            # Rows published outside a sealed_atomic block: sealed after commit, in a transaction of
+            # their own (the leftovers sealer, which also seals what a dead process left).
+            for network_id in self.unsealed:
                 try:
                     seal(network_id=network_id)
                 except Exception:  # a failed seal must not keep the other networks unsealed
@@ -188,18 +211,18 @@ def publish(event: HubEvent) -> None:
     events a transaction publishes (a broadcast to 500), it is delivered once: one outbox, one
     on_commit callback.
     """
-    audiences = _installed().record(
+    recorded = _installed().record(
         network_id=event.network_id, type=event.type, payload=event.payload, aliases=event.audience
     )
     connection = transaction.get_connection()
     outbox = _outboxes.get(connection)
     if outbox is not None and outbox.collecting:
-        outbox.add(event.network_id, audiences)
+        outbox.add(event.network_id, recorded)
         return
     # No outbox yet, or the last one was delivered, or its registration was rolled back (so were
     # the events it held): a fresh outbox, registered once.
     outbox = _outboxes[connection] = _Outbox()
-    outbox.add(event.network_id, audiences)
+    outbox.add(event.network_id, recorded)
     outbox.register()
 
 
@@ -211,3 +234,53 @@ def outbox_close() -> None:
     enclosing transaction never makes.
     """
     _outboxes.pop(transaction.get_connection(), None)
+
+
+# How many sealed_atomic blocks are open on a connection: only the outermost one seals.
+_sealed_depth: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
+
+
+@contextmanager
+def _sealed_block() -> Iterator[None]:
+    connection = transaction.get_connection()
+    with transaction.atomic():
+        depth = _sealed_depth.get(connection, 0)
+        _sealed_depth[connection] = depth + 1
+        try:
+            yield
+        finally:
+            _sealed_depth[connection] = depth
+        outbox = _outboxes.get(connection)
+        # An inner block leaves its rows to the outermost one, so a write seals once, last. A block
+        # that must roll back (an error caught inside it) runs no more statements.
+        if depth == 0 and outbox is not None and outbox.collecting and not transaction.get_rollback():
+            # Last before COMMIT, so the counter rows' locks (which order the seals) are held only
+            # for the commit itself. When this block is itself inside a plain transaction.atomic
+            # (a test's, a caller's own), it still seals here, and that is still correct: the locks
+            # are held to the real commit, so no other writer takes positions in these networks
+            # before this transaction's rows become visible (readers never find a smaller seq after
+            # a larger one), and a rollback of the enclosing block takes the positions back with the
+            # rows (no gap). The price is the lock held longer; code that goes on to lock rows of
+            # other writers there could deadlock, which PostgreSQL detects and refuses, never
+            # misorders. Rows the enclosing block publishes later are sealed by a later sealed
+            # block, or else after commit.
+            outbox.seal_now()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@overload
+def sealed_atomic(func: Callable[P, R]) -> Callable[P, R]: ...
+@overload
+def sealed_atomic(func: None = None) -> AbstractContextManager[None]: ...
+def sealed_atomic(func: Callable[P, R] | None = None) -> Callable[P, R] | AbstractContextManager[None]:
+    """`transaction.atomic` for a write that publishes: its events are sealed before its commit.
+
+    `@sealed_atomic` on a service, or `with sealed_atomic():`. Nested blocks seal once, at the end
+    of the outermost one; events published outside any such block are sealed after commit.
+    """
+    if func is None:
+        return _sealed_block()
+    return _sealed_block()(func)

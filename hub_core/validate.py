@@ -1,8 +1,9 @@
-"""Argument checks shared by every service, so each limit holds on every path.
+"""Argument parsers: the contract's checks, with its wording, for every edge that reads a raw value.
 
-Each check takes the field's name and its raw value and returns the clean value, or raises an
-`invalid_argument` HubError whose text names the field and the limit. Transports may check types
-earlier (JSON Schema, serializers); these checks are the ones that cannot be skipped.
+Each takes the field's name and its raw value (decoded JSON, a form or query field) and returns the
+clean value, or raises an `invalid_argument` HubError whose text names the field and the limit. The
+tool specs (hub_tools.params) pair each with the JSON Schema it publishes; SSE's query string and
+the admin's forms use them directly. Services receive what these return.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def number(field: str, value: object, *, low: float, high: float | None = None) 
     return float(value)
 
 
-def whole_number(field: str, value: object, *, low: int, high: int, default: int) -> int:
+def whole_number(field: str, value: object, *, low: int, high: int, default: int | None = None) -> int | None:
     if value is None:
         return default
     if isinstance(value, float) and value.is_integer():
@@ -117,6 +118,22 @@ def string_list(field: str, value: object, *, max_items: int, max_len: int) -> l
     if len(value) > max_items:
         raise invalid_argument(field, f"has more than {max_items} items ({len(value)})")
     return [required_text(f"{field}[{index}]", item, max_len=max_len) for index, item in enumerate(value)]
+
+
+def tag_list(field: str, value: object, *, max_items: int, max_len: int, pattern: str) -> list[str] | None:
+    """A list of distinct short tags, each matching `pattern` (skills)."""
+    tags = string_list(field, value, max_items=max_items, max_len=max_len)
+    if tags is None:
+        return None
+    for index, tag in enumerate(tags):
+        if not re.fullmatch(pattern, tag):
+            raise invalid_argument(
+                f"{field}[{index}]", f"must be a short lower-case tag like python or code-review (got {shown(tag)})"
+            )
+    if len(set(tags)) != len(tags):
+        repeated = next(tag for tag in tags if tags.count(tag) > 1)
+        raise invalid_argument(field, f"names {shown(repeated)} twice; name each once")
+    return tags
 
 
 # A JSON array of plain strings (no escapes or control characters): every string that matches is

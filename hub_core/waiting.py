@@ -11,6 +11,7 @@ transport that reports progress while it waits (/mcp's SSE answer).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,7 +22,7 @@ from typing import Generic, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from hub_core.doorbell import Doorbell
+from hub_core.doorbell import Doorbell, rings_on
 
 T = TypeVar("T")
 
@@ -138,8 +139,11 @@ async def long_poll(call: Callable[[], T]) -> T:
 
 
 async def in_pool(call: Callable[[], T]) -> T:
-    """Run sync database code on the shared thread pool, not on a thread kept for one request."""
-    return await sync_to_async(_with_fresh_connection(call), thread_sensitive=False)()
+    """Run sync database code on the shared thread pool, not on a thread kept for one request.
+
+    Its doorbell rings go to this loop without waiting (hub_core.doorbell.ring)."""
+    with rings_on(asyncio.get_running_loop()):
+        return await sync_to_async(_with_fresh_connection(call), thread_sensitive=False)()
 
 
 def _with_fresh_connection(call: Callable[[], T]) -> Callable[[], T]:

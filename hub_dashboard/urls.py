@@ -25,5 +25,7 @@ urlpatterns = [
     path("dispatch/", gzip_page(views.dispatch_page), name="dispatch"),
     path("broadcast/", views.broadcast_action, name="broadcast"),
     path("completions/", gzip_page(views.completions_page), name="completions"),
+    path("questions/", gzip_page(views.questions_page), name="questions"),
+    path("questions/<str:question_id>/answer/", views.question_answer_action, name="question_answer"),
     path("audit/", gzip_page(views.audit_page), name="audit"),
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -15,27 +14,42 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from hub_agents import limits as agent_limits
 from hub_agents.actors import Actor
 from hub_agents.models import Network, SessionStatus
-from hub_agents.selectors import audit_list
+from hub_agents.selectors import audit_list, session_aliases
 from hub_agents.services import actor_for_user, network_default_for
 from hub_core import validate
 from hub_core.errors import HubError
 from hub_dashboard.chart import bar_chart
 from hub_dashboard.wording import refusal_for_operator
 from hub_events.selectors import events_position
+from hub_fleet.pool import open_tasks
 from hub_fleet.selectors import fleet
 from hub_tasks import limits
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
-from hub_tasks.selectors import completion_feed, completion_hours, task_family, task_page
+from hub_tasks.selectors import (
+    completion_feed,
+    completion_hours,
+    question_rows,
+    questions_by_asker,
+    questions_waiting,
+    task_family,
+    task_page,
+)
 from hub_tools.tools import invoke
 
 TASKS_PER_PAGE = 50
+POOL_SHOWN = 20  # open tasks in the fleet page's pool column
+QUESTIONS_SHOWN = 100  # on the questions page: every unanswered one first
 AUDIT_PER_PAGE = 100
-FRAGMENTS = frozenset({"fleet", "tasks", "task", "completions"})  # the pages' live regions
+FRAGMENTS = frozenset(
+    {"fleet", "pool", "tasks", "task", "completions", "questions", "questions_count"}
+)  # the pages' live regions
 # The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first, stalest first,
 # longest-running first: the order that finds a stuck agent at the top.
 STATUS_RANK = {status: rank for rank, status in enumerate(["error", "blocked", "waiting_input", "working", "idle"])}
@@ -78,6 +92,8 @@ class Desk:
             "can_write": self.can_write,
             "can_audit": self.can_audit,
             "live_after": f"{self.network_id}:{self.position}" if self.position is not None else "",
+            # The nav's count of questions agents wait on a person for.
+            "questions_waiting": questions_waiting(network_id=self.network_id) if self.network_id else 0,
             **extra,
         }
 
@@ -88,7 +104,7 @@ def _page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpR
     fragment = request.GET.get("fragment")
     if fragment in FRAGMENTS:
         part = "_part" if request.GET.get("only") and fragment in ("fleet", "tasks") else ""
-        return render(request, f"dashboard/_{fragment}{part}.html", context)
+        return render(request, f"dashboard/_{fragment}{part}.html", {**context, "live": True})
     return render(request, template, {**context, "live": True})
 
 
@@ -102,16 +118,23 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
-    listed = fleet(actor=desk.actor, network_id=desk.network_id)
+    # ?only=ALIAS: a live update of one alias's cards (and the counts), not the whole fleet.
+    listed = fleet(actor=desk.actor, network_id=desk.network_id, alias=request.GET.get("only") or None)
     sessions = listed["sessions"]
-    for row in sessions:
-        row["last_seen"] = _moment(row["last_seen_at"])
+    skills = sorted({skill for row in sessions for skill in row["skills"]})
     status = request.GET.get("status", "")
     status = status if status in SessionStatus.values else ""
     if status:
         sessions = [row for row in sessions if row["status"] == status]
-    if only := request.GET.get("only"):  # a live update of one alias's cards
-        sessions = [row for row in sessions if row["alias"] == only]
+    skill = request.GET.get("skill", "")
+    skill = skill if re.fullmatch(agent_limits.SKILL_PATTERN, skill) else ""
+    if skill:
+        sessions = [row for row in sessions if skill in row["skills"]]
+    asking = questions_by_asker(network_id=desk.network_id)  # a card links to its agent's open question
+    sessions = [{**row, "asks": asking.get(row["alias"])} for row in sessions]
+    # The open pool beside the fleet: what waits for an agent with the skills, most urgent first.
+    tasks_expire_due(network_ids=[desk.network_id])  # no open task past its TTL shown
+    pool = open_tasks(actor=desk.actor, network_id=desk.network_id, skill=skill or None, limit=POOL_SHOWN)
     view = "table" if request.GET.get("view") == "table" else "cards"
     sort = request.GET.get("sort", "")
     if sort.lstrip("-") in FLEET_SORTS:
@@ -127,6 +150,9 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
             counts=[(status, status.replace("_", " "), counts.get(status, 0)) for status in SessionStatus.values],
             total=sum(counts.values()),
             status=status,
+            skills=skills,
+            skill=skill,
+            pool=pool,
             view=view,
             sort=sort,
             section="fleet",
@@ -147,21 +173,28 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
         filters["status"] = ""
     sort = request.GET.get("sort", "")
     sort = sort if sort in TASK_SORTS else ""
+    dead_letter = request.GET.get("dead_letter") == "1"
     tasks_expire_due(network_ids=desk.actor.readable_networks(desk.network_id))  # no stale "delivered" shown
     tasks, stats = task_page(
-        actor=desk.actor, network_id=desk.network_id, order=sort or None, **{k: v or None for k, v in filters.items()}
+        actor=desk.actor,
+        network_id=desk.network_id,
+        order=sort or None,
+        dead_letter=dead_letter,
+        **{k: v or None for k, v in filters.items()},
     )
     if only := request.GET.get("only"):  # a live update of one row: that task, if it is on this list
         tasks = tasks.filter(pk=only)
     page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     counts = {row["status"]: row["count"] for row in stats}
-    query = urlencode({key: value for key, value in {**filters, "sort": sort}.items() if value})
+    shown = {**filters, "sort": sort, "dead_letter": "1" if dead_letter else ""}
+    query = urlencode({key: value for key, value in shown.items() if value})
     return _page(
         request,
         "dashboard/tasks.html",
         desk.context(
             page=page,
             filters=filters,
+            dead_letter=dead_letter,
             query=query,
             counts=[(status, counts.get(status, 0)) for status in TaskStatus.values],
             statuses=TaskStatus.values,
@@ -189,6 +222,9 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "dashboard/task.html",
         desk.context(
             **family,
+            timeline=_timeline(family["events"], family["questions"]),
+            # A question of it waits for a person (and the task has not ended meanwhile).
+            waiting_input=task.status not in TERMINAL and any(not q["answered_at"] for q in family["questions"]),
             terminal=task.status in TERMINAL,
             can_retry=actions[Move.RETRY],
             can_cancel=actions[Move.CANCEL],
@@ -222,15 +258,60 @@ def task_action(request: HttpRequest, task_id: str, action: str) -> HttpResponse
     except HubError as refusal:
         messages.error(request, refusal_for_operator(refusal).text)
     else:
-        messages.success(request, _DONE[action].format(**done))
+        messages.success(request, _done(action, done))
     return redirect("dashboard:task", task_id=task_id)
 
 
-_DONE = {
-    "retry": "Task sent again to {retried_to}: a new attempt.",
-    "cancel": "Task cancelled.",
-    "reassign": "Task handed from {reassigned_from} to {reassigned_to}.",
-}
+def _timeline(events: list[dict[str, Any]], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The task page's timeline: its status changes, and each question asked and answered, by time
+    (a stable sort: what happened in the same millisecond keeps the order it was written in)."""
+    # Keys the live patcher can match across renders: an entry keeps its key when others come between.
+    entries = [{"kind": "status", "key": f"e{n}", "at": e["created_at"], **e} for n, e in enumerate(events, 1)]
+    for q in questions:
+        asked = {"kind": "asked", "key": f"q-{q['question_id']}", "who": q["asked_by"], "text": q["question"]}
+        entries.append({**asked, "at": q["asked_at"]})
+        if q["answered_at"]:
+            answered = {"kind": "answered", "key": f"a-{q['question_id']}", "who": q["answered_by"]}
+            entries.append({**answered, "at": q["answered_at"], "text": q["answer"]})
+    return sorted(entries, key=lambda entry: entry["at"])
+
+
+def _done(action: str, done: Any) -> str:
+    """What the operator reads after a task action: `done` is the tool's service result."""
+    if action == "retry":
+        return f"Task sent again to {done.retried_to}: a new attempt."
+    if action == "reassign":
+        return f"Task handed from {done.reassigned_from} to {done.reassigned_to}."
+    return "Task cancelled."
+
+
+@login_required
+def questions_page(request: HttpRequest) -> HttpResponse:
+    desk = Desk(request)
+    if desk.network_id is None:
+        return render(request, "dashboard/no_network.html", desk.context())
+    rows = question_rows(actor=desk.actor, network_id=desk.network_id, limit=QUESTIONS_SHOWN)
+    texts = dict(Task.objects.filter(pk__in={row["task_id"] for row in rows}).values_list("pk", "content"))
+    for row in rows:
+        row["task_content"] = texts.get(row["task_id"], "")
+    return _page(request, "dashboard/questions.html", desk.context(questions=rows, section="questions"))
+
+
+@login_required
+@require_POST
+def question_answer_action(request: HttpRequest, question_id: str) -> HttpResponse:
+    """An answer from the questions page or a task page: an option's button or the text field."""
+    desk = Desk(request)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = reverse("dashboard:questions")
+    try:
+        done = invoke("answer_question", desk.actor, {"question_id": question_id, "answer": request.POST.get("answer")})
+    except HubError as refusal:
+        messages.error(request, refusal_for_operator(refusal).text)
+    else:
+        messages.success(request, f"Answer sent to the agent's inbox (message {done.message_id}).")
+    return redirect(back)
 
 
 @login_required
@@ -258,9 +339,9 @@ def dispatch_page(request: HttpRequest) -> HttpResponse:
         except HubError as refusal:
             error = refusal_for_operator(refusal)
         else:
-            if sent.get("warning"):
-                messages.warning(request, sent["warning"])
-            return redirect(reverse("dashboard:task", kwargs={"task_id": sent["task_id"]}) + "?sent=1")
+            if sent.delivery.warning:
+                messages.warning(request, sent.delivery.warning)
+            return redirect(reverse("dashboard:task", kwargs={"task_id": sent.task_id}) + "?sent=1")
     return render(
         request,
         # A viewer gets a plain note, not forms the server would refuse (and a POST's refusal).
@@ -292,7 +373,7 @@ def broadcast_action(request: HttpRequest) -> HttpResponse:
                 "filter_status": request.POST.get("filter_status") or None,
             },
         )
-        messages.success(request, f"Broadcast to {sent['recipients']} agents.")
+        messages.success(request, f"Broadcast to {len(sent)} agents.")
     except HubError as refusal:
         messages.error(request, refusal_for_operator(refusal).text)
     return redirect(reverse("dashboard:dispatch") + "#broadcast")
@@ -349,8 +430,4 @@ def _whole_or_text(value: str) -> int | str | None:
 def _aliases(desk: Desk) -> list[str]:
     if desk.network_id is None:
         return []
-    return sorted({row["alias"] for row in fleet(actor=desk.actor, network_id=desk.network_id)["sessions"]})
-
-
-def _moment(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    return session_aliases(actor=desk.actor, network_id=desk.network_id)

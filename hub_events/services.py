@@ -1,30 +1,96 @@
-"""Writing the event log: record in the change's transaction, seal after commit, prune old rows."""
+"""Writing the event log: record in the change's transaction, seal (before its commit, or after
+it for what a write published outside hub_core.events.sealed_atomic), prune old rows."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from hub_core.events import Recorded
 from hub_events.models import OPERATORS, Event, EventCounter
 
 SEAL_BATCH = 1000
 
 
-def events_record(*, network_id: str, type: str, payload: dict[str, Any], aliases: Iterable[str]) -> list[str]:
-    """One row per audience, the operators' copy first; returns the audiences written."""
+def events_record(*, network_id: str, type: str, payload: dict[str, Any], aliases: Iterable[str]) -> Recorded:
+    """One row per audience, the operators' copy first; returns the audiences and the rows' ids."""
     to = list(dict.fromkeys(alias for alias in aliases if alias))
     audiences = [OPERATORS, *to]
     now = timezone.now()
-    Event.objects.bulk_create(
+    rows = Event.objects.bulk_create(
         Event(network_id=network_id, audience=audience, to=to, type=type, payload=payload, created_at=now)
         for audience in audiences
     )
-    return audiences
+    return Recorded(audiences, [row.id for row in rows])
+
+
+# One statement: the transaction's rows that still exist (a rolled-back savepoint's are gone, and
+# take no position: no gap), k positions from the network's counter, whose row lock, held to
+# commit, makes every other writer in the network wait to take its own (so positions become
+# visible in seq order), and the rows stamped in id order (the operators' copy first).
+_SEAL_NOW = """
+WITH mine AS (
+    SELECT id, row_number() OVER (ORDER BY id) AS n FROM hub_events_event WHERE id = ANY(%s::bigint[])
+), taken AS (
+    INSERT INTO hub_events_eventcounter (network_id, last_seq) SELECT %s, count(*) FROM mine
+    ON CONFLICT (network_id) DO UPDATE SET last_seq = hub_events_eventcounter.last_seq + EXCLUDED.last_seq
+    RETURNING last_seq
+), stamped AS (
+    UPDATE hub_events_event e SET seq = taken.last_seq - (SELECT count(*) FROM mine) + mine.n
+    FROM taken, mine WHERE e.id = mine.id
+)
+SELECT last_seq, (SELECT count(*) FROM mine) FROM taken
+"""
+
+# SQLite (and PostgreSQL) upsert: take k positions, answer the last one.
+_TAKE = """
+INSERT INTO hub_events_eventcounter (network_id, last_seq) VALUES (%s, %s)
+ON CONFLICT (network_id) DO UPDATE SET last_seq = hub_events_eventcounter.last_seq + excluded.last_seq
+RETURNING last_seq
+"""
+
+
+def events_seal_now(*, network_id: str, event_ids: list[int]) -> None:
+    """Give the running transaction's rows in the network their feed positions, before its commit
+    (hub_core.events.sealed_atomic calls it last, network by network in one order)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_SEAL_NOW, [event_ids, network_id])
+            last, count = cursor.fetchone()
+    else:
+        last, count = _seal_now_single_writer(network_id)
+    _prune_now_and_then(network_id, before=last - count, after=last)
+
+
+def _seal_now_single_writer(network_id: str) -> tuple[int, int]:
+    """SQLite lets one transaction write at a time, and this one has written: every unsealed row
+    it can see in the network is its own or one a dead process committed, and both are sealed now,
+    in id order. (Simpler than passing the ids, which a broadcast makes thousands of.)"""
+    pending = list(
+        Event.objects.filter(network_id=network_id, seq__isnull=True).order_by("id").values_list("id", flat=True)
+    )
+    if not pending:
+        return 0, 0
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE, [network_id, len(pending)])
+        (last,) = cursor.fetchone()
+    first = last - len(pending)
+    Event.objects.bulk_update(
+        [Event(id=event_id, seq=first + n) for n, event_id in enumerate(pending, start=1)], ["seq"]
+    )
+    return last, len(pending)
+
+
+def _prune_now_and_then(network_id: str, *, before: int, after: int) -> None:
+    """Prune old rows after commit, once every SEAL_BATCH positions, not on every write."""
+    if after // SEAL_BATCH != before // SEAL_BATCH:
+        transaction.on_commit(partial(events_prune, network_id=network_id), robust=True)
 
 
 @transaction.atomic
@@ -40,8 +106,7 @@ def events_seal(*, network_id: str) -> int:
     Event.objects.bulk_update(pending, ["seq"])
     before, counter.last_seq = counter.last_seq, counter.last_seq + len(pending)
     counter.save(update_fields=["last_seq"])
-    if counter.last_seq // SEAL_BATCH != before // SEAL_BATCH:  # now and then, not on every write
-        events_prune(network_id=network_id)
+    _prune_now_and_then(network_id, before=before, after=counter.last_seq)
     return len(pending)
 
 
@@ -62,6 +127,7 @@ def events_seal_leftovers(*, network_id: str) -> int:
 
 
 def events_prune(*, network_id: str) -> int:
+    """Delete the network's sealed rows older than the retention."""
     cutoff = timezone.now() - timedelta(seconds=settings.COMMHUB_EVENT_RETENTION_SECONDS)
     deleted, _ = Event.objects.filter(network_id=network_id, created_at__lt=cutoff, seq__isnull=False).delete()
     return deleted

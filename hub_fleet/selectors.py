@@ -14,19 +14,18 @@ from django.utils import timezone
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, SessionStatus
 from hub_agents.selectors import session_list, session_row, with_effective_status
-from hub_core import validate
-from hub_tasks.lifecycle import tasks_expire_due
+from hub_fleet.results import SessionDetail
 from hub_tasks.models import Completion, InboxMessage, Task, TaskStatus
 
 RECENT_COMPLETIONS = 5  # get_session_status's latest completions
 
 
-def session_get(*, actor: Actor, alias: object, network_id: object = None) -> dict[str, Any]:
-    """get_session_status: the alias's session (or null), pending inbox and latest completions."""
-    alias = validate.required_identifier("alias", alias)
-    networks = actor.readable_networks(validate.identifier("network_id", network_id))
+def session_get(*, actor: Actor, alias: str, network_id: str | None = None) -> SessionDetail:
+    """get_session_status: the alias's session (or None), pending inbox and latest completions.
+    The pending count includes overdue tasks' rows until their deadlines are settled
+    (hub_tasks.lifecycle.tasks_expire_due, which the tool runs first)."""
+    networks = actor.readable_networks(network_id)
     now = timezone.now()
-    tasks_expire_due(network_ids=networks, now=now)
     session = (
         with_effective_status(AgentSession.objects.filter(network_id__in=networks, alias=alias), now)
         .order_by("-last_seen_at")
@@ -36,29 +35,28 @@ def session_get(*, actor: Actor, alias: object, network_id: object = None) -> di
     scope = [session.network_id] if session else networks
     completions = Completion.objects.filter(network_id__in=scope, session_name=alias).order_by("-completed_at")
     completions = completions[:RECENT_COMPLETIONS]
-    return {
-        "ok": True,
-        "session": session_row(session) if session else None,
-        "inbox_pending": InboxMessage.objects.pending(network_ids=scope, alias=alias).count(),
-        "recent_completions": [completion.as_row() for completion in completions],
-    }
-
-
-def fleet(*, actor: Actor, network_id: str) -> dict[str, Any]:
-    """The dashboard's fleet: every session with its pending inbox, online ones first."""
-    listed = session_list(actor=actor, network_id=network_id)
-    pending = dict(
-        InboxMessage.objects.filter(network_id=network_id, acked_at__isnull=True)
-        .values_list("to_alias")
-        .annotate(count=Count("id"))
+    return SessionDetail(
+        session=session_row(session) if session else None,
+        inbox_pending=InboxMessage.objects.pending(network_ids=scope, alias=alias).count(),
+        recent_completions=[completion.as_row() for completion in completions],
     )
-    current = _current_tasks(network_id=network_id, sessions=listed["sessions"])
+
+
+def fleet(*, actor: Actor, network_id: str, alias: str | None = None) -> dict[str, Any]:
+    """The dashboard's fleet: every session (or only `alias`'s) with its pending inbox, online ones
+    first, and the counts by status over the whole network."""
+    listed = session_list(actor=actor, network_id=network_id, alias=alias)
+    inbox = InboxMessage.objects.filter(network_id=network_id, acked_at__isnull=True)
+    if alias is not None:
+        inbox = inbox.filter(to_alias=alias)
+    pending = dict(inbox.values_list("to_alias").annotate(count=Count("id")))
+    current = _current_tasks(network_id=network_id, sessions=listed.sessions)
     sessions = [
         {**row, "inbox_pending": pending.get(row["alias"], 0), "current_task": current.get(row["resume_id"])}
-        for row in listed["sessions"]
+        for row in listed.sessions
     ]
     sessions.sort(key=lambda row: (row["status"] == SessionStatus.OFFLINE, row["alias"]))
-    return {"sessions": sessions, "summary": listed["summary"]}
+    return {"sessions": sessions, "summary": listed.summary}
 
 
 def _current_tasks(*, network_id: str, sessions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Writes that span who is there and what they are asked: an agent's heartbeat (report_status)
-updates its session and, in the same transaction, starts the task it names and expires due tasks.
+updates its session and, in the same transaction, starts the task it names, settles due tasks and
+renews the leases of the tasks it holds.
 
 It sits above both domain apps (hub_agents, hub_tasks) so that neither imports the other's writes.
 """
@@ -7,7 +8,6 @@ It sits above both domain apps (hub_agents, hub_tasks) so that neither imports t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -16,73 +16,76 @@ from hub_agents import limits
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, Node, SessionStatus
 from hub_agents.services import session_lock, session_updated_event
-from hub_core import validate
 from hub_core.errors import HubError
-from hub_core.events import publish
-from hub_tasks.lifecycle import task_start_for_alias, tasks_expire_due
+from hub_core.events import publish, sealed_atomic
+from hub_fleet.results import Heartbeat
+from hub_tasks.lifecycle import leases_renew, task_start_for_alias, tasks_expire_due
 from hub_tasks.models import InboxMessage
 
 
-@transaction.atomic
-def session_report(
-    *,
-    actor: Actor,
-    resume_id: object,
-    alias: object,
-    status: object,
-    task: object = None,
-    output: object = None,
-    score: object = None,
-    progress: object = None,
-    server: object = None,
-    hostname: object = None,
-    agent: object = None,
-    project_dir: object = None,
-    version: object = None,
-    tmux_name: object = None,
-    node_id: object = None,
-    session_id: object = None,
-    config_path: object = None,
-    channels: object = None,
-    model: object = None,
-    node_name: object = None,
-    network_id: object = None,
-) -> dict[str, Any]:
-    """report_status: the agent's heartbeat; upserts its session by resume_id."""
+def require_network_token(actor: Actor) -> None:
+    """report_status is an agent's, and an agent lives in one network: only a network token reports."""
     if not actor.network_bound:
         raise HubError(
             "network_token_required",
             "report_status binds an agent to one network: call it with a network token (ntok_…).",
             status=403,
         )
-    resume_id = validate.required_identifier("resume_id", resume_id)
-    alias = validate.required_identifier("alias", alias)
-    status = validate.choice("status", status, SessionStatus.values)
-    if status is None:
-        raise validate.invalid_argument("status", f"is required, one of {', '.join(SessionStatus.values)}")
+
+
+@sealed_atomic
+def session_report(
+    *,
+    actor: Actor,
+    resume_id: str,
+    alias: str,
+    status: str,
+    task: str | None = None,
+    output: str | None = None,
+    score: float | None = None,
+    progress: float | None = None,
+    server: str | None = None,
+    hostname: str | None = None,
+    agent: str | None = None,
+    project_dir: str | None = None,
+    version: str | None = None,
+    tmux_name: str | None = None,
+    node_id: str | None = None,
+    session_id: str | None = None,
+    config_path: str | None = None,
+    channels: str | None = None,
+    model: str | None = None,
+    node_name: str | None = None,
+    skills: list[str] | None = None,
+    max_concurrent: int | None = None,
+    network_id: str | None = None,
+) -> Heartbeat:
+    """report_status: the agent's heartbeat; upserts its session by resume_id."""
+    require_network_token(actor)
     activity = {
-        "task": validate.text("task", task, max_len=validate.TEXT_MAX),
-        "output": (validate.text("output", output, max_len=limits.OUTPUT_MAX) or "")[: limits.STORED_OUTPUT_MAX]
-        or None,
-        "score": validate.number("score", score, low=0, high=limits.SCORE_MAX),
-        "progress": validate.number("progress", progress, low=0, high=limits.PROGRESS_MAX),
+        "task": task,
+        "output": (output or "")[: limits.STORED_OUTPUT_MAX] or None,
+        "score": score,
+        "progress": progress,
     }
     # Who and where the agent is: an omitted field keeps what the agent said before.
     identity = {
-        "server": validate.identifier("server", server),
-        "hostname": validate.identifier("hostname", hostname),
-        "agent": validate.identifier("agent", agent),
-        "project_dir": validate.text("project_dir", project_dir, max_len=limits.PATH_MAX),
-        "version": validate.identifier("version", version),
-        "tmux_name": validate.identifier("tmux_name", tmux_name),
-        "node_id": validate.identifier("node_id", node_id),
-        "session_id": validate.identifier("session_id", session_id),
-        "config_path": validate.text("config_path", config_path, max_len=limits.PATH_MAX),
-        "channels": validate.json_string_list("channels", channels, max_len=validate.TEXT_MAX),
-        "model": validate.identifier("model", model),
+        "server": server,
+        "hostname": hostname,
+        "agent": agent,
+        "project_dir": project_dir,
+        "version": version,
+        "tmux_name": tmux_name,
+        "node_id": node_id,
+        "session_id": session_id,
+        "config_path": config_path,
+        "channels": channels,
+        "model": model,
+        # What it can do: [] clears its skills, left out keeps them.
+        "skills": skills,
+        "max_concurrent": max_concurrent,
     }
-    node_name = validate.identifier("node_name", node_name)
-    network = actor.writable_network(validate.identifier("network_id", network_id))
+    network = actor.writable_network(network_id)
     now = timezone.now()
 
     # Lock order everywhere: sessions in key order, then tasks (completion_report does the same).
@@ -112,17 +115,15 @@ def session_report(
         _node_upsert(network, identity["node_id"], model=identity["model"], node_name=node_name,
                      agent=identity["agent"], now=now)  # fmt: skip
     tasks_expire_due(network_ids=[network], now=now)
+    # The heartbeat renews the leases of the tasks the agent holds (after the settling: a lapsed
+    # lease stays lost, as every other process already reads it).
+    leases_renew(network_ids=[network], alias=alias, now=now)
     if status == SessionStatus.WORKING and activity["task"]:
         task_start_for_alias(
             actor_label=actor.label, network_id=network, alias=alias, task_ref=activity["task"], now=now
         )
     publish(session_updated_event(session))
-    return {
-        "ok": True,
-        "resume_id": resume_id,
-        "alias": alias,
-        "inbox_count": InboxMessage.objects.pending(network_ids=[network], alias=alias).count(),
-    }
+    return Heartbeat(resume_id, alias, InboxMessage.objects.pending(network_ids=[network], alias=alias).count())
 
 
 def _node_upsert(

@@ -55,9 +55,13 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             )
         self.lock = asyncio.Lock()
         bell = await Doorbell(feed_group(network_id, OPERATORS) for network_id in self.positions).__aenter__()
-        await self.accept()
-        await self.send_json({"type": "hello", "positions": self.positions})
-        await self.catch_up()
+        try:
+            await self.accept()
+            await self.send_json({"type": "hello", "positions": self.positions})
+            await self.catch_up()
+        except BaseException:  # no watcher yet to close the bell: its listener must not outlive the socket
+            await bell.__aexit__(None, None, None)
+            raise
         self.watcher = asyncio.create_task(self._watch(bell))
 
     async def disconnect(self, code: int) -> None:

@@ -21,6 +21,8 @@ from hub_core.errors import HubError
 from hub_core.waiting import in_pool
 from hub_events.selectors import PAGE, events_after, events_position
 from hub_events.services import events_seal_leftovers
+from hub_tasks.models import DeliveredVia, InboxMessage
+from hub_tasks.receipts import receipts_mark
 
 
 @require_GET
@@ -83,12 +85,29 @@ async def _frames(token: str, network_id: str, alias: str, after: int, *, presen
                     return  # revoked, deactivated, or no longer a reader of the network: the stream ends
                 yield ": keepalive\n\n"
                 await bell.renew()
-            frames = await in_pool(lambda a=after: events_after(network_id=network_id, audience=alias, after=a))
+            frames = await in_pool(lambda a=after: _read(network_id, alias, a, present=present))
             for frame in frames:
                 after = frame["id"]
                 yield _sse(frame)
             if len(frames) < PAGE:  # else more to replay, at once
                 await bell.wait(next_check - time.monotonic())
+
+
+def _read(network_id: str, alias: str, after: int, *, present: bool) -> list[dict[str, Any]]:
+    """The next frames, and the delivery receipts of the inbox messages they name (the agent's own
+    stream only: a viewer watching is not the agent reading), in one pool call."""
+    frames = events_after(network_id=network_id, audience=alias, after=after)
+    if present:
+        named = [frame["payload"] for frame in frames if frame["payload"].get("message_id")]
+        receipts_mark(
+            network_ids=[network_id],
+            alias=alias,
+            message_ids=[payload["message_id"] for payload in named],
+            # Only a task message is the task read: a notice or chained reply about it is not.
+            task_ids=[p["task_id"] for p in named if p.get("type") == InboxMessage.Type.TASK and p.get("task_id")],
+            via=DeliveredVia.SSE,
+        )
+    return frames
 
 
 def _keepalive(token: str, network_id: str, alias: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import models
@@ -54,6 +54,10 @@ class Move(models.TextChoices):
     REASSIGN = "reassign"
     RETRY = "retry"
     EXPIRE = "expire"
+    LEASE_LOST = "lease_lost"  # the agent holding the task went silent past its lease
+    BACKOFF = "backoff"  # a failure with attempts left: held until its retry is due
+    RELEASE = "release"  # a held task's time has come: delivered again
+    CLAIM = "claim"  # claim_task: an agent takes an open task from the pool
 
 
 # The one transition table: operation -> (statuses it may start from, statuses it may lead to).
@@ -64,10 +68,51 @@ TRANSITIONS: dict[Move, tuple[frozenset[str], frozenset[str]]] = {
     Move.COMPLETE: (frozenset({S.DELIVERED, S.ACKED, S.RUNNING}), frozenset({S.REPLIED})),
     Move.REPLY: (ACTIVE, frozenset({S.REPLIED, S.FAILED, S.CANCELLED})),
     Move.CANCEL: (ACTIVE, frozenset({S.CANCELLED})),
-    Move.REASSIGN: (ACTIVE, frozenset({S.DELIVERED})),
-    Move.RETRY: (frozenset({S.FAILED, S.EXPIRED, S.CANCELLED}), frozenset({S.DELIVERED})),
+    # To created: a task never delivered keeps waiting for its dependencies or its not_before (a
+    # reassign changes who does the work, not when; a retry does not skip work still running).
+    Move.REASSIGN: (ACTIVE, frozenset({S.DELIVERED, S.CREATED})),
+    Move.RETRY: (frozenset({S.FAILED, S.EXPIRED, S.CANCELLED}), frozenset({S.DELIVERED, S.CREATED})),
     Move.EXPIRE: (frozenset({S.CREATED, S.DELIVERED}), frozenset({S.EXPIRED})),
+    # on_lost requeue: delivered again to the same agent (a task claimed from the open pool: back
+    # to the pool, created); fail: failed (and maybe retried, below).
+    Move.LEASE_LOST: (frozenset({S.ACKED, S.RUNNING}), frozenset({S.DELIVERED, S.CREATED, S.FAILED})),
+    Move.BACKOFF: (frozenset({S.FAILED}), frozenset({S.CREATED})),
+    Move.RELEASE: (frozenset({S.CREATED}), frozenset({S.DELIVERED})),
+    # An open task, taken: addressed to its claimer from then on, and acknowledged by the claim.
+    Move.CLAIM: (frozenset({S.CREATED}), frozenset({S.ACKED})),
 }
+# The alias an open task is sent to (send_task with required_skills) and addressed to until claimed.
+POOL = "pool"
+# Waiting to be picked up: the statuses whose deadline counts (the database triggers of migration
+# 0003 list them too, and tests/hub_tasks/test_deadlines.py holds the two to each other).
+WAITING = TRANSITIONS[Move.EXPIRE][0]
+# Leased to an agent: the statuses whose lease counts (migration 0004's triggers list them too).
+LEASED = TRANSITIONS[Move.LEASE_LOST][0]
+
+
+class OnDependencyFailure(models.TextChoices):
+    """What the hub does with a waiting task when a task it depends on ends without a reply."""
+
+    CANCEL = "cancel"
+    RUN = "run"
+
+
+# A task held for its dependencies has no deadline yet (its TTL counts from its release): this one,
+# past every other, keeps it out of the expiry sweep and of the deadline triggers' minimum.
+UNTIL_RELEASED = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+# Held before a first delivery, for dependencies or a not_before (list_tasks blocked).
+BLOCKED = Q(status=TaskStatus.CREATED, retry_at__isnull=True) & (
+    Q(dependencies_pending__isnull=False) | Q(not_before__isnull=False, delivered_at__isnull=True)
+)
+
+
+class OnLost(models.TextChoices):
+    """What the hub does with a task whose lease lapsed."""
+
+    REQUEUE = "requeue"
+    FAIL = "fail"
 
 
 # get_task's whole row, in this order.
@@ -75,6 +120,15 @@ TASK_COLUMNS = (
     "task_id", "from_name", "to_name", "priority", "status", "content", "context", "result",
     "requires_response", "parent_task_id", "client_request_id", "created_by", "created_at",
     "delivered_at", "started_at", "completed_at", "expires_at", "network_id",
+    # Leases and automatic retries (beyond the contract: new keys only).
+    "lease_seconds", "lease_expires_at", "on_lost", "max_attempts", "retry_backoff_seconds", "retry_at",
+    "dead_lettered_at",
+    # Delivery receipts: when the agent first read the task (its task message reached it).
+    "first_read_at",
+    # Dependencies and scheduled tasks (get_task adds depends_on and dependents: ids).
+    "not_before", "on_dependency_failure", "dependencies_pending",
+    # The open pool: what a claimer needs (null: an ordinary task).
+    "required_skills",
 )  # fmt: skip
 
 
@@ -99,6 +153,29 @@ class Task(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField()
+    # Each delivery's time to be picked up, so a requeue or a retry gets it afresh (null: sent before
+    # it was kept; such a task is never requeued or retried by the hub).
+    ttl_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # Null: no lease, an acked or running task waits for its agent as long as it takes.
+    lease = models.DurationField(null=True, blank=True, help_text="How long the agent may stay silent.")
+    on_lost = models.CharField(max_length=8, choices=OnLost.choices, default=OnLost.REQUEUE)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    max_attempts = models.PositiveSmallIntegerField(default=1)
+    retry_backoff_seconds = models.PositiveIntegerField(default=30)
+    retry_at = models.DateTimeField(null=True, blank=True, help_text="A held (created) task is delivered then.")
+    dead_lettered_at = models.DateTimeField(null=True, blank=True)
+    # Nullable, so adding them never rebuilds the table on SQLite (which would drop the triggers).
+    not_before = models.DateTimeField(null=True, blank=True, help_text="Not delivered before this time.")
+    on_dependency_failure = models.CharField(
+        max_length=8, choices=OnDependencyFailure.choices, null=True, blank=True, help_text="Null: cancel."
+    )
+    # How many of its dependencies have not ended yet (null: none): held created while set.
+    dependencies_pending = models.PositiveIntegerField(null=True, blank=True)
+    # Set once, when a task message of it first reaches its agent (hub_tasks.receipts); never moved.
+    first_read_at = models.DateTimeField(null=True, blank=True, help_text="When its agent first read it.")
+    # An open task (send_task to the pool): the skills a claimer must have. It waits `created`,
+    # addressed to POOL, in no inbox, until an agent claims it (claim_task).
+    required_skills = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -118,6 +195,22 @@ class Task(models.Model):
                 condition=Q(status__in=["created", "delivered"]),
                 name="task_waiting_expiry",
             ),
+            # ... and, for leases and held retries, only at tasks that have one.
+            models.Index(
+                fields=["network", "lease_expires_at"],
+                condition=Q(status__in=["acked", "running"], lease_expires_at__isnull=False),
+                name="task_leased",
+            ),
+            models.Index(
+                fields=["network", "retry_at"],
+                condition=Q(status="created", retry_at__isnull=False),
+                name="task_held",
+            ),
+            models.Index(
+                fields=["network", "not_before"],
+                condition=Q(status="created", not_before__isnull=False),
+                name="task_scheduled",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -127,8 +220,39 @@ class Task(models.Model):
         sources, targets = TRANSITIONS[move]
         return self.status in sources and (to is None or to in targets)
 
+    @property
+    def lease_seconds(self) -> int | None:
+        return None if self.lease is None else int(self.lease.total_seconds())
+
+    @property
+    def scheduled_at(self) -> datetime | None:
+        """not_before, while it still holds the task: only its first delivery waits for it."""
+        return self.not_before if self.delivered_at is None else None
+
+    def is_held(self) -> bool:
+        """Out of every inbox until released: waiting out a retry's backoff (retry_at), for its
+        dependencies, or for its not_before."""
+        return self.status == TaskStatus.CREATED and (
+            self.retry_at is not None or bool(self.dependencies_pending) or self.scheduled_at is not None
+        )
+
+    def is_open(self) -> bool:
+        """In the open pool: sent with required_skills, not yet claimed (nor reassigned) or ended."""
+        return self.status == TaskStatus.CREATED and self.to_name == POOL and self.required_skills is not None
+
     def is_overdue(self, now: datetime) -> bool:
-        return self.can(Move.EXPIRE) and self.expires_at <= now
+        # A held task's deadline counts from its release (its expires_at is set past its hold).
+        return self.can(Move.EXPIRE) and self.expires_at <= now and not self.is_held()
+
+    def is_lease_lost(self, now: datetime) -> bool:
+        return self.status in LEASED and self.lease_expires_at is not None and self.lease_expires_at <= now
+
+    def is_release_due(self, now: datetime) -> bool:
+        return (
+            self.is_held()
+            and not self.dependencies_pending
+            and all(at is None or at <= now for at in (self.retry_at, self.scheduled_at))
+        )
 
     def as_row(self, columns: Iterable[str] = TASK_COLUMNS) -> dict[str, Any]:
         row = {}
@@ -138,19 +262,50 @@ class Task(models.Model):
         return row
 
 
+class TaskDependency(models.Model):
+    """`task` waits for `depends_on` to be replied (send_task's depends_on); both in one network."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="dependencies")
+    depends_on = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="dependents")
+    # When depends_on ended (replied, or failed for good, cancelled, expired): null while it runs.
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "depends_on"], name="taskdependency_unique")]
+        indexes = [
+            # A task that ends finds the dependents still waiting for it.
+            models.Index(fields=["depends_on"], condition=Q(settled_at__isnull=True), name="taskdependency_waiting"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} after {self.depends_on_id}"
+
+
+def priority_rank() -> Case:
+    """0 for high, 1 for normal, 2 for low: what orders an inbox and the open pool."""
+    return Case(
+        When(priority=Priority.HIGH, then=Value(0)),
+        When(priority=Priority.NORMAL, then=Value(1)),
+        default=Value(2),
+        output_field=IntegerField(),
+    )
+
+
 class InboxQuerySet(models.QuerySet["InboxMessage"]):
     def pending(self, *, network_ids: Iterable[str], alias: str) -> InboxQuerySet:
         return self.filter(network_id__in=list(network_ids), to_alias=alias, acked_at__isnull=True)
 
     def in_delivery_order(self) -> InboxQuerySet:
         """high > normal > low, then oldest first."""
-        rank = Case(
-            When(priority=Priority.HIGH, then=Value(0)),
-            When(priority=Priority.NORMAL, then=Value(1)),
-            default=Value(2),
-            output_field=IntegerField(),
-        )
-        return self.order_by(rank, "created_at", "id")
+        return self.order_by(priority_rank(), "created_at", "id")
+
+
+class DeliveredVia(models.TextChoices):
+    """The transport an inbox message first reached its agent over."""
+
+    GET_INBOX = "get_inbox"  # get_inbox, plain or long-poll, over MCP or REST
+    SSE = "sse"  # an event naming the message on the agent's /events stream
+    ACK = "ack_inbox"  # acknowledged by id before any of the above was seen to deliver it
 
 
 class InboxMessage(models.Model):
@@ -173,6 +328,10 @@ class InboxMessage(models.Model):
     task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="inbox_messages")
     created_at = models.DateTimeField(default=timezone.now)
     acked_at = models.DateTimeField(null=True, blank=True)
+    # Delivery receipt: the first time the message reached its agent, and over which transport
+    # (hub_tasks.receipts). Null: never delivered to the agent yet.
+    delivered_to_agent_at = models.DateTimeField(null=True, blank=True)
+    delivered_via = models.CharField(max_length=16, choices=DeliveredVia.choices, null=True, blank=True)
 
     objects = InboxQuerySet.as_manager()
 
@@ -199,6 +358,9 @@ class InboxMessage(models.Model):
             "task_id": self.task_id,
             "created_at": timestamp(self.created_at),
             "network_id": self.network_id,
+            # Beyond the contract (new keys): the message's delivery receipt.
+            "delivered_at": timestamp(self.delivered_to_agent_at),
+            "delivered_via": self.delivered_via,
         }
 
 
@@ -268,6 +430,40 @@ class TaskEvent(models.Model):
         }
 
 
+class TaskDeadline(models.Model):
+    """Per network, a time no waiting task's deadline is earlier than: until it passes, nothing can expire.
+
+    Database triggers (migration 0003) lower it in the transaction of every write that makes a task
+    waiting or moves a waiting task's deadline, whichever code or SQL writes the row; the sweep
+    raises it again (hub_tasks.deadlines). Null: no task in the network is waiting.
+    """
+
+    network = models.OneToOneField(Network, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    due_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.network_id}: {self.due_at}"
+
+
+class TaskCount(models.Model):
+    """Tasks by status per network, as rows to sum: `stats` without counting the task table.
+
+    Database triggers (migration 0003) insert +1/-1 rows in the transaction of every insert, status
+    change and delete of a task, whichever code or SQL writes it. Rows are only ever inserted, so
+    concurrent writers never wait on each other here; hub_tasks.counts folds a network's rows into
+    one per status now and then.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    # No constraint in the database: its check would lock the network row for every status change.
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, db_constraint=False, related_name="+")
+    status = models.CharField(max_length=16, choices=TaskStatus.choices)
+    n = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.network_id}: {self.status} {self.n:+d}"
+
+
 class AttemptOutcome(models.TextChoices):
     """How an attempt ended: the task's terminal status, or handed on to another agent."""
 
@@ -276,6 +472,7 @@ class AttemptOutcome(models.TextChoices):
     CANCELLED = "cancelled"
     EXPIRED = "expired"
     REASSIGNED = "reassigned"
+    LOST = "lost"  # its lease lapsed: the agent went silent
 
 
 class TaskAttempt(models.Model):
@@ -317,4 +514,46 @@ class TaskAttempt(models.Model):
             "acked_at": timestamp(self.acked_at),
             "started_at": timestamp(self.started_at),
             "ended_at": timestamp(self.ended_at),
+        }
+
+
+class Question(models.Model):
+    """An agent's question to a person about the task it holds (ask_operator), and its answer.
+
+    The task keeps its status: it is "waiting for input" while a question of it is open. The answer
+    reaches the agent as a reply in its inbox, pushed like any reply (answer_message)."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_id, editable=False)
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="questions")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="questions")
+    asked_by = models.CharField(max_length=200, help_text="The alias of the agent that asked.")
+    text = models.TextField()
+    options = models.JSONField(null=True, blank=True, help_text="Answers to choose from; null: free text.")
+    asked_at = models.DateTimeField()
+    answer = models.TextField(null=True, blank=True)
+    answered_by = models.CharField(max_length=300, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answer_message = models.ForeignKey(InboxMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [
+            # The dashboard's count of open questions, per network, on every page.
+            models.Index(fields=["network"], condition=Q(answered_at__isnull=True), name="question_open"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.asked_by} on {self.task_id}: {self.text[:40]}"
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "question_id": self.id,
+            "task_id": self.task_id,
+            "asked_by": self.asked_by,
+            "question": self.text,
+            "options": self.options,
+            "asked_at": timestamp(self.asked_at),
+            "answer": self.answer,
+            "answered_by": self.answered_by or None,
+            "answered_at": timestamp(self.answered_at),
+            "message_id": self.answer_message_id,
         }

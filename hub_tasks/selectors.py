@@ -1,26 +1,37 @@
 """Reads about tasks, inboxes and completions, already scoped to what the actor may see.
 
 Reads only: a task past its deadline still reads as it was stored. The tools that show tasks
-(get_inbox, get_task, list_tasks: hub_tasks.services) and the dashboard settle the deadlines
-first with `tasks_expire_due`, a write, and then call these.
+(get_inbox, get_task, list_tasks: hub_tools) and the dashboard settle the deadlines first with
+`tasks_expire_due`, a write, and then call these. Arguments arrive parsed (hub_tools' specs).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncHour
 from django.utils import timezone
 
 from hub_agents.actors import Actor
-from hub_core import validate
 from hub_core.doorbell import feed_group
 from hub_core.errors import task_not_found
 from hub_core.waiting import nothing_yet
 from hub_tasks import limits
-from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent, TaskStatus
+from hub_tasks.models import (
+    ACTIVE,
+    BLOCKED,
+    UNTIL_RELEASED,
+    Completion,
+    InboxMessage,
+    Question,
+    Task,
+    TaskCount,
+    TaskEvent,
+)
+from hub_tasks.results import Row, TaskHistory, TaskListing
 
 # list_tasks rows carry exactly these columns; get_task has the whole row.
 TASK_LIST_COLUMNS = (
@@ -29,91 +40,101 @@ TASK_LIST_COLUMNS = (
 
 
 def inbox_pending(
-    *, actor: Actor, alias: object, limit: object = None, network_id: object = None, wait_seconds: object = None
-) -> dict[str, Any]:
+    *,
+    actor: Actor,
+    alias: str,
+    limit: int = limits.INBOX_LIMIT_DEFAULT,
+    network_id: str | None = None,
+    wait_seconds: float | None = None,
+) -> list[Row]:
     """get_inbox's read: the alias's unacknowledged messages, high priority first, then oldest first.
 
     An empty inbox with wait_seconds answers empty and says on which feeds a message would show
     (`nothing_yet`); a transport that long-polls waits there and reads again.
     """
-    alias = validate.required_identifier("alias", alias)
-    limit = validate.whole_number(
-        "limit", limit, low=1, high=limits.INBOX_LIMIT_MAX, default=limits.INBOX_LIMIT_DEFAULT
-    )
-    wait = validate.number("wait_seconds", wait_seconds, low=0, high=limits.WAIT_SECONDS_MAX) or 0
-    networks = actor.readable_networks(validate.identifier("network_id", network_id))
+    networks = actor.readable_networks(network_id)
     messages = InboxMessage.objects.pending(network_ids=networks, alias=alias).in_delivery_order()[:limit]
     rows = [message.as_row() for message in messages]
     if not rows:
-        nothing_yet(groups=[feed_group(network, alias) for network in networks], seconds=wait)
-    return {"ok": True, "messages": rows}
+        nothing_yet(groups=[feed_group(network, alias) for network in networks], seconds=wait_seconds or 0)
+    return rows
 
 
-def task_with_history(*, actor: Actor, task_id: object) -> dict[str, Any]:
+def task_with_history(*, actor: Actor, task_id: str) -> TaskHistory:
     """get_task's read: the whole task row, its status changes and its attempts (beyond the contract)."""
-    task_id = validate.required_identifier("task_id", task_id)
     networks = actor.readable_networks()
     task = Task.objects.filter(network_id__in=networks, pk=task_id).first()
     if task is None:
         raise task_not_found(task_id)
-    return {
-        "ok": True,
-        "task": task.as_row(),
-        "events": [event.as_row() for event in task.events.order_by("id")],
-        "attempts": [attempt.as_row() for attempt in task.attempts.order_by("number")],
-    }
+    row = task.as_row()
+    if task.expires_at == UNTIL_RELEASED:
+        row["expires_at"] = None  # held: its deadline is set when it is released
+    return TaskHistory(
+        task={
+            **row,
+            "attempt_count": task.attempts.count(),
+            "depends_on": list(task.dependencies.order_by("pk").values_list("depends_on_id", flat=True)),
+            "dependents": list(task.dependents.order_by("pk").values_list("task_id", flat=True)),
+        },
+        events=[event.as_row() for event in task.events.order_by("id")],
+        attempts=[attempt.as_row() for attempt in task.attempts.order_by("number")],
+        questions=[question.as_row() for question in task.questions.order_by("asked_at", "pk")],
+    )
 
 
 def task_rows(
     *,
     actor: Actor,
-    alias: object = None,
-    status: object = None,
-    from_name: object = None,
-    network_id: object = None,
-    limit: object = None,
-) -> dict[str, Any]:
-    """list_tasks's read: newest tasks matching the filters; `stats` counts the whole scope by status."""
-    alias = validate.identifier("alias", alias)
-    status = validate.choice("status", status, TaskStatus.values)
-    from_name = validate.identifier("from_name", from_name)
-    limit = validate.whole_number(
-        "limit", limit, low=1, high=limits.TASK_LIST_LIMIT_MAX, default=limits.TASK_LIST_LIMIT_DEFAULT
-    )
-    networks = actor.readable_networks(validate.identifier("network_id", network_id))
-    scope = Task.objects.filter(network_id__in=networks)
-    tasks = scope
+    alias: str | None = None,
+    status: str | None = None,
+    from_name: str | None = None,
+    dead_letter: bool = False,
+    blocked: bool = False,
+    network_id: str | None = None,
+    limit: int = limits.TASK_LIST_LIMIT_DEFAULT,
+) -> TaskListing:
+    """list_tasks's read: newest tasks matching the filters; `stats` counts the whole scope by status.
+    `dead_letter`: only tasks that failed their last automatic retry; `blocked`: only tasks held
+    created for their dependencies or their not_before."""
+    networks = actor.readable_networks(network_id)
+    tasks = Task.objects.filter(network_id__in=networks)
     if alias is not None:
         tasks = tasks.filter(to_name=alias)
     if status is not None:
         tasks = tasks.filter(status=status)
     if from_name is not None:
         tasks = tasks.filter(from_name=from_name)
+    if dead_letter:
+        tasks = tasks.filter(dead_lettered_at__isnull=False)
+    if blocked:
+        tasks = tasks.filter(BLOCKED)
     rows = [task.as_row(TASK_LIST_COLUMNS) for task in tasks.order_by("-created_at", "-pk")[:limit]]
-    stats = scope.values("status").annotate(count=Count("pk")).order_by("-count", "status")
-    return {"ok": True, "tasks": rows, "count": len(rows), "stats": list(stats)}
+    return TaskListing(tasks=rows, stats=_status_counts(networks, "-count", "status"))
+
+
+def _status_counts(networks: Iterable[str], *order: str) -> list[dict[str, Any]]:
+    """Tasks by status in the networks (`{"status", "count"}`, statuses with none left out), summed
+    from the rows the database keeps in step with every task (hub_tasks.counts), not counted."""
+    counts = TaskCount.objects.filter(network_id__in=networks).values("status").annotate(count=Sum("n"))
+    return list(counts.filter(count__gt=0).order_by(*order))
 
 
 def completion_list(
     *,
     actor: Actor,
-    alias: object = None,
-    since: object = None,
-    network_id: object = None,
-    limit: object = None,
-) -> dict[str, Any]:
+    alias: str | None = None,
+    since: datetime | None = None,
+    network_id: str | None = None,
+    limit: int = limits.COMPLETIONS_LIMIT_DEFAULT,
+) -> list[Row]:
     """get_completions: completion records since `since` (default: the last 24 hours), newest first."""
-    alias = validate.identifier("alias", alias)
-    cutoff = validate.moment("since", since) or timezone.now() - timedelta(hours=24)
-    limit = validate.whole_number(
-        "limit", limit, low=1, high=limits.COMPLETIONS_LIMIT_MAX, default=limits.COMPLETIONS_LIMIT_DEFAULT
-    )
-    networks = actor.readable_networks(validate.identifier("network_id", network_id))
+    cutoff = since or timezone.now() - timedelta(hours=24)
+    networks = actor.readable_networks(network_id)
     completions = Completion.objects.filter(network_id__in=networks, completed_at__gte=cutoff)
     if alias is not None:
         completions = completions.filter(session_name=alias)
     rows = completions.order_by("-completed_at", "-pk")[:limit]
-    return {"ok": True, "completions": [completion.as_row() for completion in rows]}
+    return [completion.as_row() for completion in rows]
 
 
 def completion_feed(*, actor: Actor, network_id: str, limit: int = 100) -> list[dict[str, Any]]:
@@ -138,6 +159,7 @@ def task_page(
     sender: str | None = None,
     text: str | None = None,
     order: str | None = None,
+    dead_letter: bool = False,
 ) -> tuple[QuerySet[Task], list[dict[str, Any]]]:
     """The dashboard's task list: filtered rows to paginate, and counts by status.
 
@@ -145,8 +167,7 @@ def task_page(
     longest in their status first, "-status_since" the freshest; anything else, newest created first.
     """
     (network,) = actor.readable_networks(network_id)
-    scope = Task.objects.filter(network_id=network)
-    tasks = scope
+    tasks = Task.objects.filter(network_id=network)
     if status:
         tasks = tasks.filter(status=status)
     if alias:
@@ -155,7 +176,9 @@ def task_page(
         tasks = tasks.filter(from_name=sender)
     if text:
         tasks = tasks.filter(content__icontains=text)
-    stats = list(scope.values("status").annotate(count=Count("pk")).order_by("status"))
+    if dead_letter:
+        tasks = tasks.filter(dead_lettered_at__isnull=False)
+    stats = _status_counts([network], "status")
     newest_change = TaskEvent.objects.filter(task=OuterRef("pk")).order_by("-id").values("created_at")[:1]
     tasks = tasks.annotate(status_since=Coalesce(Subquery(newest_change), F("created_at")))
     if order in ("status_since", "-status_since"):
@@ -164,14 +187,25 @@ def task_page(
 
 
 def task_family(*, actor: Actor, task_id: str) -> dict[str, Any]:
-    """get_task plus what the task page shows around it: parent, children, completion."""
+    """get_task plus what the task page shows around it: parent, children, dependencies, completion."""
     found = task_with_history(actor=actor, task_id=task_id)
-    task = Task.objects.get(pk=found["task"]["task_id"])
+    task = Task.objects.get(pk=found.task["task_id"])
     completion = task.completions.order_by("-completed_at").first()
     return {
-        **found,
+        "task": found.task,
+        "events": found.events,
+        "attempts": found.attempts,
+        "questions": found.questions,
         "parent": task.parent_task.as_row(TASK_LIST_COLUMNS) if task.parent_task else None,
         "children": [child.as_row(TASK_LIST_COLUMNS) for child in task.children.order_by("created_at")],
+        # What it waits for (depends_on) and what waits for it (dependents), as list rows.
+        "waits_for": [
+            row.depends_on.as_row(TASK_LIST_COLUMNS)
+            for row in task.dependencies.select_related("depends_on").order_by("pk")
+        ],
+        "waited_by": [
+            row.task.as_row(TASK_LIST_COLUMNS) for row in task.dependents.select_related("task").order_by("pk")
+        ],
         "completion": completion.as_row() if completion else None,
     }
 
@@ -193,3 +227,35 @@ def completion_hours(*, actor: Actor, network_id: str, hours: int = 24) -> list[
         {"hour": slot, "replied": counts.get((slot, "replied"), 0), "failed": counts.get((slot, "failed"), 0)}
         for slot in slots
     ]
+
+
+def question_rows(
+    *,
+    actor: Actor,
+    task_id: str | None = None,
+    unanswered: bool = False,
+    network_id: str | None = None,
+    limit: int = limits.QUESTIONS_LIMIT_DEFAULT,
+) -> list[dict[str, Any]]:
+    """list_questions: questions asked of a person, the oldest unanswered first, then the newest
+    answered; of one task, or only the unanswered ones."""
+    questions = Question.objects.filter(network_id__in=actor.readable_networks(network_id))
+    if task_id is not None:
+        questions = questions.filter(task_id=task_id)
+    if unanswered:  # waiting for a person: unanswered, about a task still being worked on
+        questions = questions.filter(answered_at__isnull=True, task__status__in=ACTIVE)
+    open_first = questions.order_by(F("answered_at").desc(nulls_first=True), "asked_at", "pk")
+    return [question.as_row() for question in open_first[:limit]]
+
+
+def questions_waiting(*, network_id: str) -> int:
+    """How many questions of the network wait for a person (the dashboard's count)."""
+    return Question.objects.filter(network_id=network_id, answered_at__isnull=True, task__status__in=ACTIVE).count()
+
+
+def questions_by_asker(*, network_id: str) -> dict[str, dict[str, Any]]:
+    """The oldest unanswered question of each agent's tasks, by the alias working on the task now
+    (the one that asked, or the one it was reassigned to): the fleet links a card to it."""
+    waiting = Question.objects.filter(network_id=network_id, answered_at__isnull=True, task__status__in=ACTIVE)
+    waiting = waiting.select_related("task").order_by("-asked_at", "-pk")
+    return {question.task.to_name: question.as_row() for question in waiting}  # oldest last: it wins

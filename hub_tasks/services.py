@@ -1,74 +1,93 @@
 """Every write about tasks, messages and completions: one function per tool.
 
-Each returns the tool's result object from the contract (`{"ok": true, ...}`) and raises HubError
-for a refusal. Tasks are locked before they are checked, and before any of their inbox rows.
+Arguments arrive parsed and within their limits (hub_tools parses each tool's arguments from its
+spec); each service checks what only the database can tell (the task exists, the actor may write it,
+its status allows the move), returns a plain result (hub_tasks.results) and raises HubError for a
+refusal. Tasks are locked before they are checked, and before any of their inbox rows.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from hub_agents import limits as agent_limits
+from hub_agents.actor_cache import network_default_lease
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
-from hub_core import validate
-from hub_core.errors import HubError, task_not_found, task_terminal
-from hub_core.events import EventType, HubEvent, publish
+from hub_core.errors import HubError, invalid_argument, task_not_found, task_terminal
+from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_tasks import limits
 from hub_tasks.lifecycle import (
     HUB,
+    dependency_failed,
     inbox_deliver,
-    task_expire,
+    leases_renew,
+    open_task_announce,
+    task_after_failure,
+    task_deliver_again,
     task_record_creation,
+    task_settle,
     task_transition,
     tasks_expire_due,
+    waits_for_its_work,
 )
 from hub_tasks.models import (
+    POOL,
     TERMINAL,
     TRANSITIONS,
+    UNTIL_RELEASED,
     Completion,
+    DeliveredVia,
     InboxMessage,
     Move,
+    OnDependencyFailure,
+    OnLost,
     Priority,
     Task,
+    TaskDependency,
     TaskStatus,
 )
-from hub_tasks.selectors import inbox_pending, task_rows, task_with_history
+from hub_tasks.results import (
+    CompletionRecorded,
+    Delivery,
+    TaskAcked,
+    TaskReassigned,
+    TaskRetried,
+    TaskSent,
+)
 
 
-def _sender(from_session: object) -> str:
-    return validate.identifier("from_session", from_session) or HUB
-
-
-def _delivery_fields(network_id: str, alias: str, now: datetime) -> dict[str, Any]:
+def _delivery(message_id: str, network_id: str, alias: str, now: datetime) -> Delivery:
     status = session_status_of(network_id=network_id, alias=alias, now=now)
-    fields: dict[str, Any] = {"session_status": status}
-    if status is None:
-        fields["warning"] = (
+    if status is not None:
+        return Delivery(message_id, status)
+    return Delivery(
+        message_id,
+        None,
+        warning=(
             f"No agent named {alias!r} has reported in network {network_id} yet; "
             "the message waits in its inbox until one does. Check the alias if that is unexpected."
-        )
-    return fields
+        ),
+    )
 
 
 def _lock_task(actor: Actor, task_id: str, now: datetime) -> Task | None:
-    """The task, locked, if the actor can see it; an overdue one is expired first."""
+    """The task, locked, if the actor can see it; what fell due (its deadline, lease, retry) settled first."""
     task = Task.objects.select_for_update().filter(network_id__in=actor.readable_networks(), pk=task_id).first()
-    if task is not None and task.is_overdue(now):
-        task_expire(task, now=now)
+    if task is not None:
+        task_settle(task, now=now)
     return task
 
 
-def _writable_task(actor: Actor, task_id: object, now: datetime, *, field: str = "task_id") -> Task:
-    task_id = validate.required_identifier(field, task_id)
+def _writable_task(actor: Actor, task_id: str, now: datetime) -> Task:
     task = _lock_task(actor, task_id, now)
     if task is None:
         raise task_not_found(task_id)
@@ -107,33 +126,69 @@ def _chain_reply(child: Task, *, from_alias: str, now: datetime) -> None:
     )
 
 
-@transaction.atomic
+def _end_with_result(
+    task: Task,
+    move: Move,
+    outcome: str,
+    result: str,
+    *,
+    actor: Actor,
+    now: datetime,
+    detail: str,
+    by: str,
+    chain_from: str,
+) -> None:
+    """End the task with its result (stored truncated); a subtask's result goes up the chain. A failure
+    with attempts left is held for its next attempt instead: only the last one goes up."""
+    task.result = result[: limits.STORED_RESULT_MAX]
+    task_transition(task, move, outcome, actor=actor.label, now=now, detail=detail, fields=["result"], by=by)
+    if outcome == TaskStatus.FAILED:
+        task_after_failure(task, now=now)
+    if task.parent_task_id and task.status in TERMINAL:
+        _chain_reply(task, from_alias=chain_from, now=now)
+
+
+@sealed_atomic
 def task_send(
     *,
     actor: Actor,
-    alias: object,
-    task: object,
-    priority: object = None,
-    context: object = None,
-    from_session: object = None,
-    ttl_seconds: object = None,
-    network_id: object = None,
-    parent_task_id: object = None,
-    client_request_id: object = None,
-) -> dict[str, Any]:
-    """send_task: a task into the alias's inbox, delivered at once."""
-    alias = validate.required_identifier("alias", alias)
-    content = validate.required_text("task", task, max_len=validate.TEXT_MAX)
-    priority = validate.choice("priority", priority, Priority.values, default=Priority.NORMAL)
-    context = validate.text("context", context, max_len=validate.TEXT_MAX)
-    sender = _sender(from_session)
-    ttl = validate.whole_number(
-        "ttl_seconds", ttl_seconds, low=1, high=limits.TTL_MAX, default=settings.COMMHUB_DEFAULT_TTL_SECONDS
-    )
-    parent_id = validate.identifier("parent_task_id", parent_task_id)
-    request_id = validate.identifier("client_request_id", client_request_id)
-    network = actor.writable_network(validate.identifier("network_id", network_id))
+    alias: str,
+    task: str,
+    priority: str = Priority.NORMAL,
+    context: str | None = None,
+    from_session: str | None = None,
+    ttl_seconds: int | None = None,
+    network_id: str | None = None,
+    parent_task_id: str | None = None,
+    client_request_id: str | None = None,
+    lease_seconds: int | None = None,
+    on_lost: str = OnLost.REQUEUE,
+    max_attempts: int = 1,
+    retry_backoff_seconds: int = limits.RETRY_BACKOFF_DEFAULT,
+    depends_on: list[str] | None = None,
+    on_dependency_failure: str = OnDependencyFailure.CANCEL,
+    not_before: datetime | None = None,
+    not_before_seconds: int | None = None,
+    required_skills: list[str] | None = None,
+) -> TaskSent:
+    """send_task: a task into the alias's inbox, delivered at once, or held `created` (no inbox row,
+    no attempt) until every task it depends_on is replied and its not_before has come.
+
+    Leased (lease_seconds, else the network's default lease, else none) once acked; retried
+    automatically after a failure while it has attempts left (max_attempts, default 1: never).
+
+    With required_skills (and alias "pool") an open task: created, in no inbox, every agent whose
+    skills cover it woken (new_open_task) to claim it (claim_task); its TTL counts from now."""
+    content, sender, parent_id, request_id = task, from_session or HUB, parent_task_id, client_request_id
+    ttl = ttl_seconds or settings.COMMHUB_DEFAULT_TTL_SECONDS
+    network = actor.writable_network(network_id)
+    if required_skills is not None:
+        _check_open_task(alias, depends_on, not_before, not_before_seconds)
     now = timezone.now()
+    not_before = _not_before(not_before, not_before_seconds, now)
+    dependencies = _dependencies_lock(network, depends_on or [], now)
+    if lease_seconds is None:
+        lease_seconds = network_default_lease(network)
 
     parent = None
     if parent_id is not None:
@@ -160,18 +215,50 @@ def task_send(
         created_at=now,
         delivered_at=now,
         expires_at=now + timedelta(seconds=ttl),
+        ttl_seconds=ttl,
+        lease=None if lease_seconds is None else timedelta(seconds=lease_seconds),
+        on_lost=on_lost,
+        max_attempts=max_attempts,
+        retry_backoff_seconds=retry_backoff_seconds,
+        not_before=not_before,
+        on_dependency_failure=on_dependency_failure,
+        required_skills=required_skills,
     )
+    # A dependency already replied is met; one that ended otherwise is met only with "run", else the
+    # task is cancelled at once, naming it, as if it had ended while the task waited.
+    failed = [d for d in dependencies if d.status in TERMINAL and d.status != TaskStatus.REPLIED]
+    cancelled_by = failed[0] if failed and on_dependency_failure != OnDependencyFailure.RUN else None
+    pending = sum(1 for d in dependencies if d.status not in TERMINAL)
+    if required_skills is not None:
+        new.status, new.delivered_at = TaskStatus.CREATED, None
+    elif pending or cancelled_by or (not_before is not None and not_before > now):
+        new.status, new.delivered_at = TaskStatus.CREATED, None
+        new.dependencies_pending = pending or None
+        new.expires_at = UNTIL_RELEASED  # its TTL counts from its release
     earlier = Task.objects.filter(network_id=network, sender_key=actor.key, client_request_id=request_id)
     if request_id is not None and (first := earlier.first()) is not None:
         return _repeated_send(first, new, now=now)
-    try:
-        with transaction.atomic():  # a savepoint: a concurrent twin with the same request id may win
-            new.save(force_insert=True)
-    except IntegrityError:
-        if request_id is None:
-            raise
-        return _repeated_send(earlier.get(), new, now=now)
+    if request_id is None:
+        new.save(force_insert=True)  # no request id, no twin to race: no savepoint
+    else:
+        try:
+            with transaction.atomic():  # a savepoint: a concurrent twin with the same request id may win
+                new.save(force_insert=True)
+        except IntegrityError:
+            return _repeated_send(earlier.get(), new, now=now)
     task_record_creation(new, actor=actor.label, now=now, detail=f"sent by {sender}")
+    if dependencies:
+        TaskDependency.objects.bulk_create(
+            TaskDependency(task=new, depends_on=d, settled_at=now if d.status in TERMINAL else None)
+            for d in dependencies
+        )
+    if new.is_open():
+        able = open_task_announce(new)
+        return TaskSent(new.task_id, _pool_delivery(new, able))
+    if new.status == TaskStatus.CREATED:
+        if cancelled_by is not None:
+            dependency_failed(new, cancelled_by, now=now)
+        return TaskSent(new.task_id, _delivery(new.task_id, network, alias, now))
     inbox_deliver(
         network_id=network,
         to_alias=alias,
@@ -184,14 +271,77 @@ def task_send(
         context=context,
         message_id=new.task_id,
     )
-    return {"ok": True, "message_id": new.task_id, "task_id": new.task_id, **_delivery_fields(network, alias, now)}
+    return TaskSent(new.task_id, _delivery(new.task_id, network, alias, now))
+
+
+def _check_open_task(
+    alias: str, depends_on: list[str] | None, not_before: datetime | None, not_before_seconds: int | None
+) -> None:
+    if alias != POOL:
+        raise HubError(
+            "pool_alias_required",
+            f'required_skills posts an open task to the pool: send it with alias "{POOL}" (got {alias!r}), '
+            "or leave required_skills out to send it to that agent.",
+            status=409,
+        )
+    if depends_on or not_before is not None or not_before_seconds is not None:
+        raise HubError(
+            "open_task_held",
+            "An open task cannot also wait for depends_on or not_before yet: post it to the pool when it is ready.",
+            status=409,
+        )
+
+
+def _pool_delivery(task: Task, able: list[str]) -> Delivery:
+    """send_task's answer for an open task: no agent's status (it is nobody's yet), and a warning
+    while no agent has the skills it needs."""
+    if able:
+        return Delivery(task.task_id, None)
+    needs = ", ".join(task.required_skills or ()) or "no particular skills"
+    return Delivery(
+        task.task_id,
+        None,
+        warning=(
+            f"No agent has reported the skills it needs ({needs}) yet; it waits in the pool until one "
+            "claims it or its TTL ends."
+        ),
+    )
+
+
+def _not_before(not_before: datetime | None, seconds: int | None, now: datetime) -> datetime | None:
+    """send_task's hold: until the not_before time, or not_before_seconds from now; given both, the
+    later. Any time the schema admits is accepted (a past one holds nothing)."""
+    after = now + timedelta(seconds=seconds) if seconds is not None else None
+    held = [moment for moment in (not_before, after) if moment is not None]
+    return max(held) if held else None
+
+
+def _dependencies_lock(network: str, task_ids: list[str], now: datetime) -> list[Task]:
+    """The tasks named in depends_on, locked in primary-key order and settled (a lapsed deadline
+    counts), so none ends unseen between this read and the new task's commit: its end then finds the
+    new task's TaskDependency row."""
+    if len(set(task_ids)) != len(task_ids):
+        repeated = next(task_id for task_id in task_ids if task_ids.count(task_id) > 1)
+        raise invalid_argument("depends_on", f"names task {repeated} twice; name each task once")
+    locked = Task.objects.select_for_update().filter(network_id=network, pk__in=task_ids).order_by("pk")
+    found = {task.pk: task for task in locked}
+    for task_id in task_ids:
+        if task_id not in found:
+            raise task_not_found(task_id)
+    for task in found.values():
+        task_settle(task, now=now)
+    for task in found.values():
+        # Settling one may have ended another (A expires, so B, waiting for A, is cancelled): read
+        # each again under the lock this transaction holds, so the send sees what is now true.
+        task.refresh_from_db()
+    return [found[task_id] for task_id in task_ids]
 
 
 # What makes two sends "the same task" for a repeated client_request_id.
-_SAME_REQUEST = ("to_name", "content", "priority", "context", "from_name", "parent_task_id")
+_SAME_REQUEST = ("to_name", "content", "priority", "context", "from_name", "parent_task_id", "required_skills")
 
 
-def _repeated_send(first: Task, repeat: Task, *, now: datetime) -> dict[str, Any]:
+def _repeated_send(first: Task, repeat: Task, *, now: datetime) -> TaskSent:
     differing = [field for field in _SAME_REQUEST if getattr(first, field) != getattr(repeat, field)]
     if differing:
         raise HubError(
@@ -201,80 +351,65 @@ def _repeated_send(first: Task, repeat: Task, *, now: datetime) -> dict[str, Any
             status=409,
             task_id=first.task_id,
         )
-    return {
-        "ok": True,
-        "message_id": first.task_id,
-        "task_id": first.task_id,
-        "duplicate": True,
-        **_delivery_fields(first.network_id, first.to_name, now),
-    }
+    return TaskSent(first.task_id, _delivery(first.task_id, first.network_id, first.to_name, now), duplicate=True)
 
 
-@transaction.atomic
+@sealed_atomic
 def message_send(
-    *, actor: Actor, alias: object, message: object, from_session: object = None, network_id: object = None
-) -> dict[str, Any]:
+    *, actor: Actor, alias: str, message: str, from_session: str | None = None, network_id: str | None = None
+) -> Delivery:
     """send_message: show a message to the alias; it asks for no work."""
-    alias = validate.required_identifier("alias", alias)
-    body = validate.required_text("message", message, max_len=validate.TEXT_MAX)
-    sender = _sender(from_session)
-    network = actor.writable_network(validate.identifier("network_id", network_id))
+    network = actor.writable_network(network_id)
     now = timezone.now()
     row = inbox_deliver(
         network_id=network,
         to_alias=alias,
         type=InboxMessage.Type.MESSAGE,
-        content=body,
-        from_session=sender,
+        content=message,
+        from_session=from_session or HUB,
         now=now,
     )
-    return {"ok": True, "message_id": row.id, **_delivery_fields(network, alias, now)}
+    return _delivery(row.id, network, alias, now)
 
 
-@transaction.atomic
+@sealed_atomic
 def reply_send(
     *,
     actor: Actor,
-    alias: object,
-    text: object,
-    in_reply_to: object = None,
-    status: object = None,
-    from_session: object = None,
-    network_id: object = None,
-) -> dict[str, Any]:
-    """send_reply: answer a task (ending it with `status`) or a message."""
-    alias = validate.required_identifier("alias", alias)
-    body = validate.required_text("text", text, max_len=validate.TEXT_MAX)
-    _, outcomes = TRANSITIONS[Move.REPLY]
-    outcome = validate.choice("status", status, sorted(outcomes), default=TaskStatus.REPLIED)
-    reply_to = validate.identifier("in_reply_to", in_reply_to)
-    sender = _sender(from_session)
+    alias: str,
+    text: str,
+    in_reply_to: str | None = None,
+    status: str = TaskStatus.REPLIED,
+    from_session: str | None = None,
+    network_id: str | None = None,
+) -> Delivery:
+    """send_reply: answer a task (ending it with `status`, one of the REPLY move's outcomes) or a message."""
+    body, reply_to, sender = text, in_reply_to, from_session or HUB
     now = timezone.now()
 
     if reply_to is None:
-        network, task = actor.writable_network(validate.identifier("network_id", network_id)), None
+        network, task = actor.writable_network(network_id), None
     else:
         network, task = _reply_target(actor, reply_to, now)
         actor.check_write(network)
     if task is not None:
         if not task.can(Move.REPLY):
             raise task_terminal(task.status, task_id=task.task_id)
-        task.result = body[: limits.STORED_RESULT_MAX]
+        if task.is_open():  # nobody's yet: a reply would end it without a claim's checks
+            raise HubError(
+                "task_open",
+                f"Task {task.task_id} is in the open pool, nobody's yet: claim it (claim_task) to work on it, "
+                "or cancel it (cancel_task).",
+                status=409,
+                task_id=task.task_id,
+            )
         # Without from_session the reply comes from the agent holding the task, not from "hub"
         # (the contract's default sender of the reply message itself).
-        replier = validate.identifier("from_session", from_session) or task.to_name
-        task_transition(
-            task,
-            Move.REPLY,
-            outcome,
-            actor=actor.label,
-            now=now,
-            detail=f"reply from {replier}",
-            fields=["result"],
-            by=replier,
-        )
-        if task.parent_task_id:
-            _chain_reply(task, from_alias=sender, now=now)
+        replier = from_session or task.to_name
+        _end_with_result(
+            task, Move.REPLY, status, body, actor=actor, now=now, detail=f"reply from {replier}", by=replier,
+            chain_from=sender,
+        )  # fmt: skip
     row = inbox_deliver(
         network_id=network,
         to_alias=alias,
@@ -284,7 +419,7 @@ def reply_send(
         now=now,
         task=task,
     )
-    return {"ok": True, "message_id": row.id, **_delivery_fields(network, alias, now)}
+    return _delivery(row.id, network, alias, now)
 
 
 def _reply_target(actor: Actor, reply_to: str, now: datetime) -> tuple[str, Task | None]:
@@ -299,29 +434,52 @@ def _reply_target(actor: Actor, reply_to: str, now: datetime) -> tuple[str, Task
     return message.network_id, _lock_task(actor, message.task_id, now) if message.task_id else None
 
 
-@transaction.atomic
-def task_ack(*, actor: Actor, task_id: object, from_session: object = None) -> dict[str, Any]:
+@sealed_atomic
+def task_ack(*, actor: Actor, task_id: str, from_session: str | None = None) -> TaskAcked:
     """send_ack: acknowledge a created/delivered task without touching any inbox."""
-    sender = _sender(from_session)
+    sender = from_session or HUB
     now = timezone.now()
     task = _writable_task(actor, task_id, now)
     if task.status in TERMINAL:
         raise task_terminal(task.status, task_id=task.task_id, updated=0)
+    if task.is_open():
+        raise HubError(
+            "task_open",
+            f"Task {task.task_id} is in the open pool, nobody's yet: take it with claim_task.",
+            status=409,
+            task_id=task.task_id,
+            updated=0,
+        )
+    if task.is_held():
+        if task.retry_at is not None:
+            waits = f"its automatic retry at {task.retry_at.isoformat()}"
+        elif task.dependencies_pending:
+            waits = f"{task.dependencies_pending} task(s) it depends on (get_task lists them)"
+        else:
+            waits = f"its not_before, {task.not_before.isoformat()}"
+        raise HubError(
+            "task_held",
+            f"Task {task.task_id} waits for {waits}; it is "
+            "delivered to its agent then (get_inbox), to be acknowledged from there.",
+            status=409,
+            task_id=task.task_id,
+            updated=0,
+        )
+    _first_read(task, now)
     updated = 0
     if task.can(Move.SEND_ACK):  # acked or running: already acknowledged, nothing to do
         task_transition(
             task, Move.SEND_ACK, TaskStatus.ACKED, actor=actor.label, now=now, detail=f"acknowledged by {sender}"
         )
         updated = 1
-    return {"ok": True, "task_id": task.task_id, "updated": updated}
+    leases_renew(network_ids=[task.network_id], alias=from_session or task.to_name, now=now)
+    return TaskAcked(task.task_id, updated)
 
 
-@transaction.atomic
-def inbox_ack(*, actor: Actor, alias: object, message_id: object, response: object = None) -> dict[str, Any]:
-    """ack_inbox: the alias has taken the message; a task message moves its task to acked."""
-    alias = validate.required_identifier("alias", alias)
-    message_id = validate.required_identifier("message_id", message_id)
-    validate.text("response", response, max_len=validate.TEXT_MAX)  # accepted and, as the contract says, not stored
+@sealed_atomic
+def inbox_ack(*, actor: Actor, alias: str, message_id: str, response: str | None = None) -> None:
+    """ack_inbox: the alias has taken the message; a task message moves its task to acked.
+    `response` is accepted and, as the contract says, not stored."""
     message = InboxMessage.objects.filter(
         network_id__in=actor.readable_networks(), pk=message_id, to_alias=alias
     ).first()
@@ -335,8 +493,14 @@ def inbox_ack(*, actor: Actor, alias: object, message_id: object, response: obje
     actor.check_write(message.network_id)
     now = timezone.now()
     task = _lock_task(actor, message.task_id, now) if message.task_id else None
-    # Compare-and-swap: of two concurrent acks exactly one flips acked_at.
-    if not InboxMessage.objects.filter(pk=message.pk, acked_at__isnull=True).update(acked_at=now):
+    # Compare-and-swap: of two concurrent acks exactly one flips acked_at. An agent acking a message
+    # has it, however it learned the id: a message no read marked delivered is marked so now.
+    pending = InboxMessage.objects.filter(pk=message.pk, acked_at__isnull=True)
+    if not pending.update(
+        acked_at=now,
+        delivered_to_agent_at=Coalesce(F("delivered_to_agent_at"), Value(now)),
+        delivered_via=Coalesce(F("delivered_via"), Value(DeliveredVia.ACK)),
+    ):
         why = f"its task is {task.status}" if task is not None and task.status in TERMINAL else "it was acknowledged"
         raise HubError(
             "message_already_acked",
@@ -344,6 +508,8 @@ def inbox_ack(*, actor: Actor, alias: object, message_id: object, response: obje
             error="message not found or not yours",
             status=409,
         )
+    if task is not None and message.type == InboxMessage.Type.TASK:
+        _first_read(task, now)
     if task is not None and message.type == InboxMessage.Type.TASK and task.can(Move.INBOX_ACK):
         task_transition(
             task,
@@ -353,17 +519,25 @@ def inbox_ack(*, actor: Actor, alias: object, message_id: object, response: obje
             now=now,
             detail=f"{alias} took message {message.id}",
         )
-    return {"ok": True}
+    leases_renew(network_ids=[message.network_id], alias=alias, now=now)
 
 
-def _audit_task(actor: Actor, task: Task, action: str, **detail: Any) -> None:
+def _first_read(task: Task, now: datetime) -> None:
+    """A locked task its agent acknowledged: read by now, if no read was seen to deliver it first."""
+    if task.first_read_at is None:
+        task.first_read_at = now
+        # first_read_at is in no trigger's column list (migrations 0003/0004): this fires none.
+        Task.objects.filter(pk=task.pk).update(first_read_at=now)
+
+
+def _audit_task(actor: Actor, task: Task, action: str, **detail: object) -> None:
     audit_record(network_id=task.network_id, action=action, actor=actor.label, target=f"task {task.task_id}", **detail)
 
 
-@transaction.atomic
-def task_retry(*, actor: Actor, task_id: object, from_session: object = None) -> dict[str, Any]:
+@sealed_atomic
+def task_retry(*, actor: Actor, task_id: str, from_session: str | None = None) -> TaskRetried:
     """retry_task: send a failed, expired or cancelled task again, same id, a fresh hour to live."""
-    sender = _sender(from_session)
+    sender = from_session or HUB
     now = timezone.now()
     task = _writable_task(actor, task_id, now)
     if not task.can(Move.RETRY):
@@ -373,37 +547,37 @@ def task_retry(*, actor: Actor, task_id: object, from_session: object = None) ->
             error=f"task status is {task.status}, not retryable",
             status=409,
         )
-    task.expires_at = now + limits.RETRY_TTL
     task.result = None
+    task.dead_lettered_at = None  # a person took the dead letter back
+    # A task cancelled (or expired) before its first delivery goes back to waiting for what it
+    # waited for; its TTL then counts from its release, and that delivery's row carries its id.
+    # An open task nobody claimed goes back to the pool.
+    reopens = task.to_name == POOL and task.required_skills is not None
+    waits = not reopens and waits_for_its_work(task, now)
+    task.expires_at = UNTIL_RELEASED if waits else now + limits.RETRY_TTL
+    detail = f"retried by {sender}"
+    if waits or reopens:
+        detail += ": waits for its dependencies or not_before" if waits else ": back in the open pool"
     task_transition(
         task,
         Move.RETRY,
-        TaskStatus.DELIVERED,
+        TaskStatus.CREATED if waits or reopens else TaskStatus.DELIVERED,
         actor=actor.label,
         now=now,
-        detail=f"retried by {sender}",
-        fields=["expires_at", "result"],
+        detail=detail,
+        fields=["expires_at", "result", "dead_lettered_at", "dependencies_pending"],
     )
-    row = inbox_deliver(
-        network_id=task.network_id,
-        to_alias=task.to_name,
-        type=InboxMessage.Type.TASK,
-        content=task.content,
-        from_session=task.from_name,
-        now=now,
-        task=task,
-        priority=task.priority,
-        context=task.context,
-    )
+    if reopens:
+        open_task_announce(task)
+    message_id = task.task_id if waits or reopens else task_deliver_again(task, now=now).id
     _audit_task(actor, task, AuditEntry.Action.TASK_RETRIED, to=task.to_name)
-    return {"ok": True, "task_id": task.task_id, "retried_to": task.to_name, "message_id": row.id}
+    return TaskRetried(task.task_id, task.to_name, message_id)
 
 
-@transaction.atomic
-def task_cancel(*, actor: Actor, task_id: object, reason: object = None, from_session: object = None) -> dict[str, Any]:
+@sealed_atomic
+def task_cancel(*, actor: Actor, task_id: str, reason: str | None = None, from_session: str | None = None) -> Task:
     """cancel_task: stop a task that has not finished; its pending inbox row is withdrawn."""
-    reason = validate.text("reason", reason, max_len=limits.REASON_MAX)
-    sender = _sender(from_session)
+    sender = from_session or HUB
     now = timezone.now()
     task = _writable_task(actor, task_id, now)
     if not task.can(Move.CANCEL):
@@ -411,74 +585,59 @@ def task_cancel(*, actor: Actor, task_id: object, reason: object = None, from_se
     detail = f"cancelled by {sender}" + (f": {reason}" if reason else "")
     task_transition(task, Move.CANCEL, TaskStatus.CANCELLED, actor=actor.label, now=now, detail=detail, by=sender)
     _audit_task(actor, task, AuditEntry.Action.TASK_CANCELLED, reason=reason or "")
-    return {"ok": True, "task_id": task.task_id, "cancelled": True}
+    return task
 
 
-@transaction.atomic
-def task_reassign(*, actor: Actor, task_id: object, new_alias: object, from_session: object = None) -> dict[str, Any]:
+@sealed_atomic
+def task_reassign(*, actor: Actor, task_id: str, new_alias: str, from_session: str | None = None) -> TaskReassigned:
     """reassign_task: hand an unfinished task to another alias, keeping its expiry."""
-    new_alias = validate.required_identifier("new_alias", new_alias)
-    sender = _sender(from_session)
+    sender = from_session or HUB
     now = timezone.now()
     task = _writable_task(actor, task_id, now)
     if not task.can(Move.REASSIGN):
         raise task_terminal(task.status, task_id=task.task_id)
     old_alias, task.to_name = task.to_name, new_alias
+    # Who does the work changes, not when: a task waiting for its dependencies or its not_before
+    # keeps waiting, for its new agent (a retry's backoff, the old agent's failure, ends here).
+    waits = task.status == TaskStatus.CREATED and waits_for_its_work(task, now)
     task_transition(
         task,
         Move.REASSIGN,
-        TaskStatus.DELIVERED,
+        TaskStatus.CREATED if waits else TaskStatus.DELIVERED,
         actor=actor.label,
         now=now,
         detail=f"{old_alias} → {new_alias} by {sender}",
-        fields=["to_name"],
+        fields=["to_name", "dependencies_pending"],
         notify=[old_alias],
         by=sender,
     )
     _audit_task(actor, task, AuditEntry.Action.TASK_REASSIGNED, previous_alias=old_alias, to=new_alias)
-    row = inbox_deliver(
-        network_id=task.network_id,
-        to_alias=new_alias,
-        type=InboxMessage.Type.TASK,
-        content=task.content,
-        from_session=task.from_name,
-        now=now,
-        task=task,
-        priority=task.priority,
-        context=task.context,
-    )
-    return {
-        "ok": True,
-        "task_id": task.task_id,
-        "reassigned_from": old_alias,
-        "reassigned_to": new_alias,
-        "message_id": row.id,
-        **_delivery_fields(task.network_id, new_alias, now),
-    }
+    if waits:  # its release delivers it to new_alias, in a row that carries its id
+        return TaskReassigned(
+            task.task_id, old_alias, new_alias, _delivery(task.task_id, task.network_id, new_alias, now)
+        )
+    row = task_deliver_again(task, now=now)  # to new_alias: its to_name now
+    if task.is_overdue(now):  # it kept a deadline that has passed: no process may read it as delivered
+        task_settle(task, now=now)
+    return TaskReassigned(task.task_id, old_alias, new_alias, _delivery(row.id, task.network_id, new_alias, now))
 
 
-@transaction.atomic
+@sealed_atomic
 def completion_report(
     *,
     actor: Actor,
-    alias: object,
-    task: object,
-    result: object,
-    artifacts: object = None,
-    score: object = None,
-    duration_minutes: object = None,
-    network_id: object = None,
-) -> dict[str, Any]:
-    """report_completion: record the work, close the task it names, and set the alias idle."""
-    alias = validate.required_identifier("alias", alias)
-    task_ref = validate.required_text("task", task, max_len=validate.TEXT_MAX)
-    result = validate.required_text("result", result, max_len=limits.RESULT_MAX)
-    artifact_list = validate.string_list(
-        "artifacts", artifacts, max_items=limits.ARTIFACTS_MAX, max_len=limits.ARTIFACT_MAX
-    )
-    score = validate.number("score", score, low=0, high=agent_limits.SCORE_MAX)
-    duration = validate.number("duration_minutes", duration_minutes, low=0, high=limits.DURATION_MAX)
-    network = actor.writable_network(validate.identifier("network_id", network_id))
+    alias: str,
+    task: str,
+    result: str,
+    artifacts: list[str] | None = None,
+    score: float | None = None,
+    duration_minutes: float | None = None,
+    network_id: str | None = None,
+) -> CompletionRecorded:
+    """report_completion: record the work, close the task it names (`task`: its id or exact text),
+    and set the alias idle."""
+    task_ref = task
+    network = actor.writable_network(network_id)
     now = timezone.now()
 
     session_lock(network_id=network, alias=alias)  # sessions before tasks, as report_status locks them
@@ -490,33 +649,23 @@ def completion_report(
         session_name=alias,
         task_text=task_ref,
         result=result,
-        artifacts=Completion.artifacts_json(artifact_list),
+        artifacts=Completion.artifacts_json(artifacts),
         score=score,
-        duration_minutes=duration,
+        duration_minutes=duration_minutes,
         task=matched,
         completed_at=now,
     )
-    outcome: dict[str, Any] = {"ok": True, "completion_id": completion.id, "task_id": matched and matched.task_id}
+    warning = None
     if matched is not None and matched.can(Move.COMPLETE):
-        matched.result = result[: limits.STORED_RESULT_MAX]
-        task_transition(
-            matched,
-            Move.COMPLETE,
-            TaskStatus.REPLIED,
-            actor=actor.label,
-            now=now,
-            detail=f"completed by {alias}",
-            fields=["result"],
-            by=alias,
-        )
-        if matched.parent_task_id:
-            _chain_reply(matched, from_alias=alias, now=now)
+        _end_with_result(
+            matched, Move.COMPLETE, TaskStatus.REPLIED, result, actor=actor, now=now, detail=f"completed by {alias}",
+            by=alias, chain_from=alias,
+        )  # fmt: skip
     elif matched is not None:
-        outcome["warning"] = (
-            f"Task {matched.task_id} is {matched.status}: the completion is recorded, the task unchanged."
-        )
+        warning = f"Task {matched.task_id} is {matched.status}: the completion is recorded, the task unchanged."
+    leases_renew(network_ids=[network], alias=alias, now=now)
     session_set_idle(network_id=network, alias=alias, now=now)
-    return outcome
+    return CompletionRecorded(completion.id, matched and matched.task_id, warning)
 
 
 def _match_completed_task(network: str, alias: str, task_ref: str) -> Task | None:
@@ -530,20 +679,19 @@ def _match_completed_task(network: str, alias: str, task_ref: str) -> Task | Non
     )
 
 
-@transaction.atomic
+@sealed_atomic
 def broadcast_send(
     *,
     actor: Actor,
-    message: object,
-    filter_server: object = None,
-    filter_status: object = None,
-    network_id: object = None,
-) -> dict[str, Any]:
-    """broadcast: one inbox row from the hub for every online agent in the network that matches."""
-    body = validate.required_text("message", message, max_len=validate.TEXT_MAX)
-    server = validate.identifier("filter_server", filter_server)
-    status = validate.choice("filter_status", filter_status, SessionStatus.values)
-    network = actor.writable_network(validate.identifier("network_id", network_id))
+    message: str,
+    filter_server: str | None = None,
+    filter_status: str | None = None,
+    network_id: str | None = None,
+) -> list[str]:
+    """broadcast: one inbox row from the hub for every online agent in the network that matches;
+    the rows' ids, one per recipient."""
+    body, server, status = message, filter_server, filter_status
+    network = actor.writable_network(network_id)
     now = timezone.now()
     online = with_effective_status(AgentSession.objects.filter(network_id=network), now).exclude(
         effective_status=SessionStatus.OFFLINE
@@ -574,38 +722,4 @@ def broadcast_send(
         filter_status=status,
         recipients=aliases[:100],
     )
-    return {"ok": True, "recipients": len(ids), "message_ids": ids}
-
-
-# get_inbox, get_task and list_tasks show tasks that may be past their deadline. Each first settles
-# the deadlines of what the caller may see (tasks_expire_due: a write, it expires tasks and tells
-# their senders), then reads through its selector, so no caller sees a stale "delivered" and no
-# selector writes.
-
-
-def inbox_list(
-    *, actor: Actor, alias: object, limit: object = None, network_id: object = None, wait_seconds: object = None
-) -> dict[str, Any]:
-    """get_inbox (a long-poll reads again through here, so each look settles deadlines anew)."""
-    tasks_expire_due(network_ids=actor.readable_networks())
-    return inbox_pending(actor=actor, alias=alias, limit=limit, network_id=network_id, wait_seconds=wait_seconds)
-
-
-def task_get(*, actor: Actor, task_id: object) -> dict[str, Any]:
-    """get_task."""
-    tasks_expire_due(network_ids=actor.readable_networks())
-    return task_with_history(actor=actor, task_id=task_id)
-
-
-def task_list(
-    *,
-    actor: Actor,
-    alias: object = None,
-    status: object = None,
-    from_name: object = None,
-    network_id: object = None,
-    limit: object = None,
-) -> dict[str, Any]:
-    """list_tasks."""
-    tasks_expire_due(network_ids=actor.readable_networks())
-    return task_rows(actor=actor, alias=alias, status=status, from_name=from_name, network_id=network_id, limit=limit)
+    return ids

@@ -1,13 +1,17 @@
-"""The 17 CommHub tools: one spec each, a thin adapter over one service or selector.
+"""The CommHub tools, the contract's 17 (CONTRACT_TOOLS) then the hub's own: one spec each, a thin
+adapter over one service or selector.
 
-Argument names are the services' keyword names, so a call is `service(actor=..., **arguments)`;
-every rule lives in the service. Each spec is built from the single statement of each limit (the
-`limits` modules, hub_core.validate), from the TRANSITIONS table and TextChoices, and from the
-settings (the offline threshold), so the MCP inputSchema, the OpenAPI schema (hub_api) and the
-services' checks cannot disagree. `rebuild()` builds them again (a changed setting does it itself).
+A spec names each argument with its Param (hub_tools.params: its JSON Schema and its parser, from
+one statement of its limit), the service it calls and how the service's answer renders as the
+contract's result object (hub_tools.results). Argument names are the services' keyword names.
+Specs are built from the `limits` modules and hub_core.validate, the TRANSITIONS table and
+TextChoices, and the settings (the offline threshold), so the MCP inputSchema, the OpenAPI schema
+(hub_api) and the checks cannot disagree. `rebuild()` builds them again (a changed setting does it
+itself).
 
-`Tool.run` is the one door every operation passes, whatever the transport (MCP, REST, dashboard):
-the write rate limit is counted there, so no transport can forget it.
+`Tool.execute` is the one door every operation passes, whatever the transport (MCP, REST, dashboard):
+it refuses unknown and missing arguments, counts the write rate limit, parses every argument, and
+only then calls the service with typed values.
 """
 
 from __future__ import annotations
@@ -19,51 +23,62 @@ from typing import Any
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.utils import timezone
 
 from hub_agents import limits as agent_limits
 from hub_agents.actors import Actor
 from hub_agents.models import SessionStatus
-from hub_agents.selectors import session_list
+from hub_agents.selectors import SESSION_CURSOR_SHAPE, session_list
 from hub_core import validate
 from hub_core.errors import HubError, invalid_argument
-from hub_core.formats import duration
+from hub_core.formats import duration, timestamp
+from hub_fleet.pool import agents_find, open_tasks, task_claim
 from hub_fleet.selectors import RECENT_COMPLETIONS, session_get
-from hub_fleet.services import session_report
+from hub_fleet.services import require_network_token, session_report
 from hub_tasks import limits
-from hub_tasks.models import TRANSITIONS, Move, Priority, TaskStatus
-from hub_tasks.selectors import completion_list
+from hub_tasks.lifecycle import leases_renew, tasks_expire_due
+from hub_tasks.models import (
+    POOL,
+    TRANSITIONS,
+    DeliveredVia,
+    InboxMessage,
+    Move,
+    OnDependencyFailure,
+    OnLost,
+    Priority,
+    TaskStatus,
+)
+from hub_tasks.questions import question_answer, question_ask
+from hub_tasks.receipts import receipts_mark
+from hub_tasks.selectors import completion_list, inbox_pending, question_rows, task_rows, task_with_history
 from hub_tasks.services import (
     broadcast_send,
     completion_report,
     inbox_ack,
-    inbox_list,
     message_send,
     reply_send,
     task_ack,
     task_cancel,
-    task_get,
-    task_list,
     task_reassign,
     task_retry,
     task_send,
 )
+from hub_tools import params as P
+from hub_tools import results as R
+from hub_tools.params import Param
 from hub_tools.ratelimit import write_rate_check
-from hub_tools.schema import (
-    Schema,
-    counts,
-    integer,
-    json_string_array,
-    nullable,
-    number,
-    required_string,
-    result,
-    rows,
-    string,
-    string_list,
-)
+from hub_tools.schema import Schema, counts, nullable, result, rows
 
 # Versions before 2025-06-18 know neither tool titles nor output schemas.
 _TITLES_SINCE = "2025-06-18"
+
+# The contract's 17 tools, in its order: tools/list names them first, unchanged; the hub's own tools
+# (the open pool, ...) follow them, so a client written against the contract sees what it expects.
+CONTRACT_TOOLS: tuple[str, ...] = (
+    "report_status", "report_completion", "get_inbox", "ack_inbox", "send_task", "send_message", "send_reply",
+    "send_ack", "retry_task", "cancel_task", "reassign_task", "get_task", "list_tasks", "get_all_status",
+    "get_session_status", "get_completions", "broadcast",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,19 +86,31 @@ class Tool:
     name: str
     title: str
     description: str
-    params: dict[str, Schema]
-    required: tuple[str, ...]
-    service: Callable[..., dict[str, Any]]
+    params: dict[str, Param]
+    service: Callable[..., Any]
+    render: Callable[[Any], R.Fields]  # the service's answer as the result object's fields
     output: Schema
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    # Checked before any argument is read: who may call the tool at all (report_status: a network token).
+    guard: Callable[[Actor], None] | None = None
+    # Reads that show tasks first settle the deadlines of what the actor may see (a write: tasks
+    # expire and their senders hear of it), so nobody reads a stale "delivered".
+    settles_deadlines: bool = False
+    # An agent's own read (get_inbox) renews the leases of the tasks its alias holds, after settling.
+    renews_leases: bool = False
+    # get_inbox's messages reached the agent: after the read, mark their delivery receipts (a write the
+    # read-only selector must not do), in the same call.
+    marks_receipts: bool = False
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(name for name, param in self.params.items() if param.required)
 
     @property
     def input_properties(self) -> dict[str, Schema]:
-        return {
-            name: required_string(schema) if name in self.required else schema for name, schema in self.params.items()
-        }
+        return {name: param.schema for name, param in self.params.items()}
 
     def definition(self, version: str) -> dict[str, Any]:
         hints: dict[str, Any] = {"readOnlyHint": self.read_only, "openWorldHint": False}
@@ -105,8 +132,8 @@ class Tool:
             definition["outputSchema"] = self.output
         return definition
 
-    def run(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The service's result object; HubError for a refusal, unknown and missing arguments included."""
+    def execute(self, actor: Actor, arguments: dict[str, Any]) -> Any:
+        """The service's answer; HubError for a refusal, unknown, missing and invalid arguments included."""
         unknown = sorted(set(arguments) - set(self.params))
         if unknown:
             raise invalid_argument(
@@ -117,7 +144,25 @@ class Tool:
             raise invalid_argument(", ".join(missing), "is required")
         if not self.read_only:
             write_rate_check(actor)
-        return self.service(actor=actor, **arguments)
+        if self.guard is not None:
+            self.guard(actor)
+        # Every argument, given or not (a left-out one parses as null: its default).
+        parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items()}
+        if self.settles_deadlines:
+            tasks_expire_due(network_ids=actor.readable_networks())
+        if self.renews_leases:
+            # Only a caller that may write there is the agent at work: a viewer reading an inbox
+            # keeps nobody's leases alive (as it keeps nobody online).
+            writable = [n for n in actor.readable_networks(parsed.get("network_id")) if actor.can_write(n)]
+            leases_renew(network_ids=writable, alias=parsed["alias"])
+        answer = self.service(actor=actor, **parsed)
+        if self.marks_receipts:
+            _receipts_mark(actor, parsed["alias"], answer)
+        return answer
+
+    def run(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The contract's result object; HubError for a refusal."""
+        return {"ok": True, **self.render(self.execute(actor, arguments))}
 
     def call(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
         """The result object either way: a refusal becomes `{"ok": false, ...}` for the model to read."""
@@ -127,8 +172,26 @@ class Tool:
             return refusal.as_result()
 
 
-def _text(description: str, limit: int | None = None) -> Schema:
-    return string(description, max_length=validate.TEXT_MAX if limit is None else limit)
+def _receipts_mark(actor: Actor, alias: str, rows: list[dict[str, Any]]) -> None:
+    """The rows get_inbox answers are delivered to the agent: each one's first delivery is recorded
+    (one UPDATE, and one for the tasks of task messages) and its row says when. A viewer reading
+    someone's inbox is not the agent reading it: only networks the caller may write in count."""
+    new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
+    if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
+        return
+    now = timezone.now()
+    receipts_mark(
+        network_ids={row["network_id"] for row in new},
+        alias=alias,
+        message_ids=[row["id"] for row in new],
+        task_ids=[row["task_id"] for row in new if row["type"] == InboxMessage.Type.TASK and row["task_id"]],
+        via=DeliveredVia.GET_INBOX,
+        now=now,
+    )
+    # A reader racing this one (the agent's SSE stream) may have marked a message a moment before:
+    # the row says now, the stored receipt keeps the first.
+    for row in new:
+        row["delivered_at"], row["delivered_via"] = timestamp(now), DeliveredVia.GET_INBOX.value
 
 
 def _reply_outcomes() -> list[str]:
@@ -139,22 +202,29 @@ def _reply_outcomes() -> list[str]:
 
 def _build() -> list[Tool]:
     """Every tool's spec, from the limits, tables and settings as they are now."""
-    ID = validate.ID_MAX
     outcomes = _reply_outcomes()
     reply_outcomes = f"{', '.join(outcomes[:-1])} or {outcomes[-1]}" if len(outcomes) > 1 else outcomes[0]
     offline = duration(settings.COMMHUB_OFFLINE_AFTER_SECONDS)
     retry_ttl = duration(int(limits.RETRY_TTL.total_seconds()), one="")
-    ALIAS = string("The agent's alias: its display name in the network.", max_length=ID)
-    NETWORK_ID = string(
+    ALIAS = P.identifier("The agent's alias: its display name in the network.", required=True)
+    NETWORK_ID = P.identifier(
         "Network id (net_…). A network token is bound to its network and may omit it; a user token in "
         "several networks names the one to act in.",
-        max_length=ID,
     )
-    FROM_SESSION = string('Who is acting, as others will see it (default "hub").', max_length=ID)
-    TASK_ID = string("The task's id (task_id from send_task or list_tasks).", max_length=ID)
-    SCORE = number(f"Self-assessed quality, 0 to {agent_limits.SCORE_MAX}.", minimum=0, maximum=agent_limits.SCORE_MAX)
-    SESSION_STATUS = string(f"Filter by status; offline means no heartbeat for {offline}.", enum=SessionStatus.values)
-    SERVER_FILTER = string("Only sessions that reported this `server`.", max_length=ID)
+    FROM_SESSION = P.identifier('Who is acting, as others will see it (default "hub").')
+    TASK_ID = P.identifier("The task's id (task_id from send_task or list_tasks).", required=True)
+    SCORE = P.number(f"Self-assessed quality, 0 to {agent_limits.SCORE_MAX}.", low=0, high=agent_limits.SCORE_MAX)
+    SESSION_STATUS = P.choice(f"Filter by status; offline means no heartbeat for {offline}.", SessionStatus.values)
+    SERVER_FILTER = P.identifier("Only sessions that reported this `server`.")
+
+    def skills(description: str) -> Param:
+        return P.tags(
+            description,
+            max_items=agent_limits.SKILLS_MAX,
+            max_len=agent_limits.SKILL_MAX,
+            pattern=agent_limits.SKILL_PATTERN,
+        )
+
     DELIVERY = {
         "message_id": {"type": "string"},
         "session_status": {**nullable("string"), "description": "the receiver's status; null if it never reported"},
@@ -171,38 +241,53 @@ def _build() -> list[Tool]:
                 "network token. Returns inbox_count: how many messages wait for you (fetch them with get_inbox)."
             ),
             params={
-                "resume_id": _text("Stable id of this agent session; a new one replaces the alias's old session.", ID),
+                "resume_id": P.identifier(
+                    "Stable id of this agent session; a new one replaces the alias's old session.", required=True
+                ),
                 "alias": ALIAS,
-                "status": string("Your status now.", enum=SessionStatus.values),
-                "task": _text("What you are working on: a task_id, or a description."),
-                "output": _text(
+                "status": P.choice("Your status now.", SessionStatus.values, required=True),
+                "task": P.text("What you are working on: a task_id, or a description."),
+                "output": P.text(
                     f"Recent output; stored truncated to {agent_limits.STORED_OUTPUT_MAX} characters.",
                     agent_limits.OUTPUT_MAX,
                 ),
                 "score": SCORE,
-                "progress": number(
+                "progress": P.number(
                     f"Progress of the current task, 0 to {agent_limits.PROGRESS_MAX}.",
-                    minimum=0,
-                    maximum=agent_limits.PROGRESS_MAX,
+                    low=0,
+                    high=agent_limits.PROGRESS_MAX,
                 ),
-                "server": _text("Server identifier, for filtering and broadcast.", ID),
-                "hostname": _text("Host name.", ID),
-                "agent": _text('Agent type, e.g. "claude-code" or "agent-node:codex-sdk".', ID),
-                "project_dir": _text("Working directory.", agent_limits.PATH_MAX),
-                "version": _text("Agent version.", ID),
-                "tmux_name": _text("tmux session name.", ID),
-                "node_id": _text("Stable id of the machine; with it, model/node_name/runtime are kept per node.", ID),
-                "session_id": _text("The runtime's own session or thread id.", ID),
-                "config_path": _text("Configuration file path.", agent_limits.PATH_MAX),
-                "channels": json_string_array(
-                    'Channel list as a JSON array string, e.g. ["general"].', max_length=validate.TEXT_MAX
+                "server": P.identifier("Server identifier, for filtering and broadcast."),
+                "hostname": P.identifier("Host name."),
+                "agent": P.identifier('Agent type, e.g. "claude-code" or "agent-node:codex-sdk".'),
+                "project_dir": P.text("Working directory.", agent_limits.PATH_MAX),
+                "version": P.identifier("Agent version."),
+                "tmux_name": P.identifier("tmux session name."),
+                "node_id": P.identifier(
+                    "Stable id of the machine; with it, model/node_name/runtime are kept per node."
                 ),
-                "model": _text("AI model name.", ID),
-                "node_name": _text("Display name of the node (stored only with node_id).", ID),
+                "session_id": P.identifier("The runtime's own session or thread id."),
+                "config_path": P.text("Configuration file path.", agent_limits.PATH_MAX),
+                "channels": P.json_text_list(
+                    'Channel list as a JSON array string, e.g. ["general"].', max_len=validate.TEXT_MAX
+                ),
+                "model": P.identifier("AI model name."),
+                "node_name": P.identifier("Display name of the node (stored only with node_id)."),
+                "skills": skills(
+                    "What you can do, as short lower-case tags (e.g. python, code-review): open tasks that "
+                    "need them are offered to you (list_open_tasks). Left out: unchanged; []: none."
+                ),
+                "max_concurrent": P.whole(
+                    "At most this many tasks held at once (acked or running, claimed or sent to you): claim_task "
+                    "refuses more. Left out: unchanged.",
+                    low=1,
+                    high=agent_limits.CONCURRENT_MAX,
+                ),
                 "network_id": NETWORK_ID,
             },
-            required=("resume_id", "alias", "status"),
             service=session_report,
+            render=R.as_fields,
+            guard=require_network_token,
             output=result(resume_id={"type": "string"}, alias={"type": "string"}, inbox_count={"type": "integer"}),
             idempotent=True,
         ),
@@ -217,20 +302,21 @@ def _build() -> list[Tool]:
             ),
             params={
                 "alias": ALIAS,
-                "task": _text("The task_id you completed (recommended), or the task's exact text."),
-                "result": _text(
+                "task": P.text("The task_id you completed (recommended), or the task's exact text.", required=True),
+                "result": P.text(
                     f"Summary of the result; tasks keep the first {limits.STORED_RESULT_MAX} characters.",
                     limits.RESULT_MAX,
+                    required=True,
                 ),
-                "artifacts": string_list(
-                    "Output file paths or URLs.", max_items=limits.ARTIFACTS_MAX, max_length=limits.ARTIFACT_MAX
+                "artifacts": P.text_list(
+                    "Output file paths or URLs.", max_items=limits.ARTIFACTS_MAX, max_len=limits.ARTIFACT_MAX
                 ),
                 "score": SCORE,
-                "duration_minutes": number("Time taken, in minutes.", minimum=0, maximum=limits.DURATION_MAX),
+                "duration_minutes": P.number("Time taken, in minutes.", low=0, high=limits.DURATION_MAX),
                 "network_id": NETWORK_ID,
             },
-            required=("alias", "task", "result"),
             service=completion_report,
+            render=R.completion_recorded,
             output=result(completion_id={"type": "string"}, task_id=nullable("string")),
         ),
         Tool(
@@ -239,8 +325,9 @@ def _build() -> list[Tool]:
             description=(
                 "Fetch the messages waiting for an alias, high priority first, then oldest first. Each has an "
                 "id, a type (task, message, reply, broadcast, chained_reply, notice), the content and who sent "
-                "it. Work on `task` and `broadcast` messages; acknowledge each with ack_inbox so it is not "
-                "delivered again. With wait_seconds, an empty inbox answers as soon as a message arrives "
+                "it, and delivered_at: when it first reached you. Work on `task` and `broadcast` messages; "
+                "acknowledge each with ack_inbox so it is not delivered again. With wait_seconds, an empty "
+                "inbox answers as soon as a message arrives "
                 "(or empty when the time is up): poll with wait_seconds=30 instead of sleeping. Keep "
                 "wait_seconds a few seconds under your client's tool-call timeout (e.g. 3 if calls time out "
                 "after 5 s); a call cut off by it returns nothing (the messages stay in the inbox). A client "
@@ -249,21 +336,24 @@ def _build() -> list[Tool]:
             ),
             params={
                 "alias": ALIAS,
-                "limit": integer(
+                "limit": P.whole(
                     "At most this many messages.",
-                    minimum=1,
-                    maximum=limits.INBOX_LIMIT_MAX,
+                    low=1,
+                    high=limits.INBOX_LIMIT_MAX,
                     default=limits.INBOX_LIMIT_DEFAULT,
                 ),
                 "network_id": NETWORK_ID,
-                "wait_seconds": number(
+                "wait_seconds": P.number(
                     "If the inbox is empty, wait up to this long for a message.",
-                    minimum=0,
-                    maximum=limits.WAIT_SECONDS_MAX,
+                    low=0,
+                    high=limits.WAIT_SECONDS_MAX,
                 ),
             },
-            required=("alias",),
-            service=inbox_list,
+            service=inbox_pending,
+            render=R.inbox,
+            settles_deadlines=True,
+            renews_leases=True,
+            marks_receipts=True,
             output=result(messages=rows("Waiting messages, in delivery order.")),
             read_only=True,
         ),
@@ -276,11 +366,11 @@ def _build() -> list[Tool]:
             ),
             params={
                 "alias": ALIAS,
-                "message_id": _text("The message's id from get_inbox.", ID),
-                "response": _text("Accepted for compatibility and not stored; use send_reply to answer."),
+                "message_id": P.identifier("The message's id from get_inbox.", required=True),
+                "response": P.text("Accepted for compatibility and not stored; use send_reply to answer."),
             },
-            required=("alias", "message_id"),
             service=inbox_ack,
+            render=R.acknowledged,
             output=result(),
             idempotent=True,
         ),
@@ -295,17 +385,74 @@ def _build() -> list[Tool]:
             ),
             params={
                 "alias": ALIAS,
-                "task": _text("What to do."),
-                "priority": string("Delivery priority (default normal).", enum=Priority.values),
-                "context": _text("Background the receiver needs."),
+                "task": P.text("What to do.", required=True),
+                "priority": P.choice("Delivery priority (default normal).", Priority.values, default=Priority.NORMAL),
+                "context": P.text("Background the receiver needs."),
                 "from_session": FROM_SESSION,
-                "ttl_seconds": integer("Seconds the task may wait to be picked up.", minimum=1, maximum=limits.TTL_MAX),
+                "ttl_seconds": P.whole("Seconds the task may wait to be picked up.", low=1, high=limits.TTL_MAX),
                 "network_id": NETWORK_ID,
-                "parent_task_id": _text("The task this one is a subtask of; its result goes up the chain.", ID),
-                "client_request_id": _text("Your idempotency key for this send.", ID),
+                "parent_task_id": P.identifier("The task this one is a subtask of; its result goes up the chain."),
+                "client_request_id": P.identifier("Your idempotency key for this send."),
+                "lease_seconds": P.whole(
+                    "Once the agent acks or starts the task, it holds it on a lease of this many seconds, "
+                    "renewed by any call it makes (report_status, get_inbox, ack_inbox, send_ack, "
+                    "report_completion). If it stays silent longer, on_lost applies. Default: the network's "
+                    "default lease, else none.",
+                    low=1,
+                    high=limits.LEASE_MAX,
+                ),
+                "on_lost": P.choice(
+                    "When the lease lapses: requeue (default) delivers the task to the same agent again as a "
+                    "new attempt; fail fails it (then retried while max_attempts allows). The sender gets a "
+                    "notice either way.",
+                    OnLost.values,
+                    default=OnLost.REQUEUE,
+                ),
+                "max_attempts": P.whole(
+                    "Deliveries in all, the first included: a failed attempt (send_reply status failed, or a "
+                    "lost lease with on_lost fail) with attempts left is delivered again after a backoff; "
+                    "the last failure leaves the task failed and dead-lettered. Default 1: no retries.",
+                    low=1,
+                    high=limits.ATTEMPTS_MAX,
+                    default=1,
+                ),
+                "retry_backoff_seconds": P.whole(
+                    "Wait before the first automatic retry; each next one waits twice as long, up to "
+                    f"{duration(limits.RETRY_DELAY_MAX)}, with random jitter in the upper half.",
+                    low=1,
+                    high=limits.RETRY_BACKOFF_MAX,
+                    default=limits.RETRY_BACKOFF_DEFAULT,
+                ),
+                "depends_on": P.text_list(
+                    "Ids of tasks (in the same network) this one waits for: it stays created, in no inbox, "
+                    "until every one is replied, then is delivered and its agent woken like any new task.",
+                    max_items=limits.DEPENDS_MAX,
+                    max_len=validate.ID_MAX,
+                    unique=True,
+                ),
+                "on_dependency_failure": P.choice(
+                    "When a task it depends on ends failed (after its last attempt), cancelled or expired: "
+                    "cancel (default) cancels this one with a reason naming it; run counts it met anyway.",
+                    OnDependencyFailure.values,
+                    default=OnDependencyFailure.CANCEL,
+                ),
+                "not_before": P.moment(
+                    "Not delivered before this ISO 8601 time: held created until then; ttl_seconds counts from "
+                    "its delivery."
+                ),
+                "not_before_seconds": P.whole(
+                    f"The same as not_before, in whole seconds from now (at most {duration(limits.NOT_BEFORE_MAX)}); "
+                    "given both, the later holds.",
+                    low=0,
+                    high=limits.NOT_BEFORE_MAX,
+                ),
+                "required_skills": skills(
+                    f'With alias "{POOL}": an open task any agent with these skills may claim (claim_task); '
+                    "every such agent is woken (new_open_task). It waits in no inbox, and its TTL counts from now."
+                ),
             },
-            required=("alias", "task"),
             service=task_send,
+            render=R.task_sent,
             output=result(task_id={"type": "string"}, duplicate={"type": "boolean"}, **DELIVERY),
         ),
         Tool(
@@ -317,12 +464,12 @@ def _build() -> list[Tool]:
             ),
             params={
                 "alias": ALIAS,
-                "message": _text("The message."),
+                "message": P.text("The message.", required=True),
                 "from_session": FROM_SESSION,
                 "network_id": NETWORK_ID,
             },
-            required=("alias", "message"),
             service=message_send,
+            render=R.delivered,
             output=result(**DELIVERY),
         ),
         Tool(
@@ -335,14 +482,14 @@ def _build() -> list[Tool]:
             ),
             params={
                 "alias": ALIAS,
-                "text": _text("The reply."),
-                "in_reply_to": _text("The task_id (or message id) this answers.", ID),
-                "status": string("How the task ends (default replied).", enum=outcomes),
+                "text": P.text("The reply.", required=True),
+                "in_reply_to": P.identifier("The task_id (or message id) this answers."),
+                "status": P.choice("How the task ends (default replied).", outcomes, default=TaskStatus.REPLIED),
                 "from_session": FROM_SESSION,
                 "network_id": NETWORK_ID,
             },
-            required=("alias", "text"),
             service=reply_send,
+            render=R.delivered,
             output=result(**DELIVERY),
         ),
         Tool(
@@ -353,8 +500,8 @@ def _build() -> list[Tool]:
                 "acked (updated 1); an already acknowledged one is left as it is (updated 0)."
             ),
             params={"task_id": TASK_ID, "from_session": FROM_SESSION},
-            required=("task_id",),
             service=task_ack,
+            render=R.as_fields,
             output=result(task_id={"type": "string"}, updated={"type": "integer"}),
             idempotent=True,
         ),
@@ -366,8 +513,8 @@ def _build() -> list[Tool]:
                 f"with a fresh {retry_ttl} to be picked up. Returns who it was sent to."
             ),
             params={"task_id": TASK_ID, "from_session": FROM_SESSION},
-            required=("task_id",),
             service=task_retry,
+            render=R.as_fields,
             output=result(task_id={"type": "string"}, retried_to={"type": "string"}, message_id={"type": "string"}),
         ),
         Tool(
@@ -379,11 +526,11 @@ def _build() -> list[Tool]:
             ),
             params={
                 "task_id": TASK_ID,
-                "reason": _text("Why, for the record.", limits.REASON_MAX),
+                "reason": P.text("Why, for the record.", limits.REASON_MAX),
                 "from_session": FROM_SESSION,
             },
-            required=("task_id",),
             service=task_cancel,
+            render=R.task_cancelled,
             output=result(task_id={"type": "string"}, cancelled={"type": "boolean"}),
             destructive=True,
             idempotent=True,
@@ -397,11 +544,11 @@ def _build() -> list[Tool]:
             ),
             params={
                 "task_id": TASK_ID,
-                "new_alias": _text("The agent to take the task over.", ID),
+                "new_alias": P.identifier("The agent to take the task over.", required=True),
                 "from_session": FROM_SESSION,
             },
-            required=("task_id", "new_alias"),
             service=task_reassign,
+            render=R.task_reassigned,
             output=result(
                 task_id={"type": "string"},
                 reassigned_from={"type": "string"},
@@ -415,16 +562,20 @@ def _build() -> list[Tool]:
             title="Get a task",
             description=(
                 "Everything about one task: sender, receiver, status, content, context, result, all its "
-                "times, parent task, and `events`, the history of its status changes. `attempts` lists each "
-                "delivery (1, 2, ... after retries or reassigns): agent, outcome, result, who ended it, when."
+                "times (first_read_at: when its agent first fetched it, by get_inbox or its event stream), parent "
+                "task, its lease, retry policy and dead-letter mark, and `events`, the history "
+                "of its status changes. `attempts` lists each delivery (1, 2, ... after retries, requeues or "
+                "reassigns): agent, outcome (lost: its lease lapsed), result, who ended it, when."
             ),
             params={"task_id": TASK_ID},
-            required=("task_id",),
-            service=task_get,
+            service=task_with_history,
+            render=R.as_fields,
+            settles_deadlines=True,
             output=result(
                 task={"type": "object"},
                 events=rows("Status changes, oldest first."),
                 attempts=rows("Deliveries of the task, first attempt first."),
+                questions=rows("Questions its agent asked of a person (ask_operator), oldest first."),
             ),
             read_only=True,
         ),
@@ -436,19 +587,22 @@ def _build() -> list[Tool]:
                 "every task in scope by status, whatever the filters. Use get_task for a task's full record."
             ),
             params={
-                "alias": _text("Only tasks sent to this alias.", ID),
-                "status": string("Only tasks in this status.", enum=TaskStatus.values),
-                "from_name": _text("Only tasks from this sender.", ID),
+                "alias": P.identifier("Only tasks sent to this alias."),
+                "status": P.choice("Only tasks in this status.", TaskStatus.values),
+                "from_name": P.identifier("Only tasks from this sender."),
+                "dead_letter": P.flag("Only dead-lettered tasks: failed after their last automatic retry."),
+                "blocked": P.flag("Only blocked tasks: created, waiting for their dependencies or not_before."),
                 "network_id": NETWORK_ID,
-                "limit": integer(
+                "limit": P.whole(
                     "At most this many tasks.",
-                    minimum=1,
-                    maximum=limits.TASK_LIST_LIMIT_MAX,
+                    low=1,
+                    high=limits.TASK_LIST_LIMIT_MAX,
                     default=limits.TASK_LIST_LIMIT_DEFAULT,
                 ),
             },
-            required=(),
-            service=task_list,
+            service=task_rows,
+            render=R.task_listing,
+            settles_deadlines=True,
             output=result(
                 tasks=rows("Newest first."),
                 count={"type": "integer"},
@@ -463,10 +617,28 @@ def _build() -> list[Tool]:
                 "Every agent session in scope with its status, task, model, host and last heartbeat "
                 f"(silent for {offline} reads offline), and `summary`, the count by status."
             ),
-            params={"filter_status": SESSION_STATUS, "filter_server": SERVER_FILTER, "network_id": NETWORK_ID},
-            required=(),
+            params={
+                "filter_status": SESSION_STATUS,
+                "filter_server": SERVER_FILTER,
+                "network_id": NETWORK_ID,
+                "limit": P.whole(
+                    "At most this many sessions, and `next_cursor` to ask for the next ones (default: every "
+                    "session, as one answer).",
+                    low=1,
+                    high=agent_limits.SESSIONS_PAGE_MAX,
+                ),
+                "cursor": P.cursor("The next_cursor of the previous page.", shape=SESSION_CURSOR_SHAPE),
+            },
             service=session_list,
-            output=result(sessions=rows("Agent sessions."), summary=counts("Sessions in scope by status.")),
+            render=R.session_listing,
+            output=result(
+                sessions=rows("Agent sessions, by network, alias."),
+                summary=counts("Sessions in scope by status."),
+                next_cursor={
+                    **nullable("string"),
+                    "description": "with limit: where the next page starts; null at the end",
+                },
+            ),
             read_only=True,
         ),
         Tool(
@@ -477,8 +649,9 @@ def _build() -> list[Tool]:
                 f"it, and its {RECENT_COMPLETIONS} latest completions."
             ),
             params={"alias": ALIAS, "network_id": NETWORK_ID},
-            required=("alias",),
             service=session_get,
+            render=R.as_fields,
+            settles_deadlines=True,
             output=result(
                 session={**nullable("object")},
                 inbox_pending={"type": "integer"},
@@ -494,22 +667,18 @@ def _build() -> list[Tool]:
                 "string), score and duration. Defaults to the last 24 hours."
             ),
             params={
-                "alias": _text("Only this agent's completions.", ID),
-                "since": string(
-                    "ISO 8601 time, e.g. 2026-04-12T10:00:00Z (default: 24 hours ago).",
-                    max_length=validate.MOMENT_MAX,
-                    format="date-time",
-                ),
+                "alias": P.identifier("Only this agent's completions."),
+                "since": P.moment("ISO 8601 time, e.g. 2026-04-12T10:00:00Z (default: 24 hours ago)."),
                 "network_id": NETWORK_ID,
-                "limit": integer(
+                "limit": P.whole(
                     "At most this many.",
-                    minimum=1,
-                    maximum=limits.COMPLETIONS_LIMIT_MAX,
+                    low=1,
+                    high=limits.COMPLETIONS_LIMIT_MAX,
                     default=limits.COMPLETIONS_LIMIT_DEFAULT,
                 ),
             },
-            required=(),
             service=completion_list,
+            render=R.completions,
             output=result(completions=rows("Newest first.")),
             read_only=True,
         ),
@@ -522,14 +691,141 @@ def _build() -> list[Tool]:
                 "received it and their message ids."
             ),
             params={
-                "message": _text("The message."),
+                "message": P.text("The message.", required=True),
                 "filter_server": SERVER_FILTER,
                 "filter_status": SESSION_STATUS,
                 "network_id": NETWORK_ID,
             },
-            required=("message",),
             service=broadcast_send,
+            render=R.broadcast_sent,
             output=result(recipients={"type": "integer"}, message_ids={"type": "array", "items": {"type": "string"}}),
+        ),
+        # Beyond the contract: skills and the open pool (hub_fleet.pool).
+        Tool(
+            name="find_agents",
+            title="Find agents by skill",
+            description=(
+                "The agent sessions with a skill (and a status), least loaded first: each with its skills, "
+                "max_concurrent, load (tasks it holds, acked or running) and last heartbeat."
+            ),
+            params={
+                "skill": P.identifier("Only agents that reported this skill (report_status skills)."),
+                "status": SESSION_STATUS,
+                "network_id": NETWORK_ID,
+            },
+            service=agents_find,
+            render=R.agents_found,
+            output=result(agents=rows("Least loaded first, then by alias.")),
+            read_only=True,
+        ),
+        Tool(
+            name="list_open_tasks",
+            title="List open tasks",
+            description=(
+                f'Open tasks in the pool (sent with alias "{POOL}" and required_skills), highest priority '
+                "first, then oldest. With alias, only those that alias's skills cover: what it could claim."
+            ),
+            params={
+                "alias": P.identifier("Only tasks this agent's reported skills cover."),
+                "skill": P.identifier("Only tasks that need this skill."),
+                "network_id": NETWORK_ID,
+                "limit": P.whole(
+                    "At most this many tasks.",
+                    low=1,
+                    high=limits.TASK_LIST_LIMIT_MAX,
+                    default=limits.TASK_LIST_LIMIT_DEFAULT,
+                ),
+            },
+            service=open_tasks,
+            render=R.open_tasks,
+            settles_deadlines=True,
+            output=result(tasks=rows("Highest priority first, then oldest.")),
+            read_only=True,
+        ),
+        Tool(
+            name="claim_task",
+            title="Claim an open task",
+            description=(
+                "Take an open task from the pool: it is yours (acked, leased if it has a lease) if your skills "
+                "cover its required_skills and you hold fewer tasks than your max_concurrent. Of many "
+                "claimers one wins; the others are told who (task_claimed). Then work it as any task."
+            ),
+            params={"task_id": TASK_ID, "alias": ALIAS, "network_id": NETWORK_ID},
+            service=task_claim,
+            render=R.task_claimed,
+            settles_deadlines=True,
+            # No renews_leases: that runs before any permission check, so a viewer's refused claim would
+            # renew the claimer's leases. task_claim renews them itself, once the claim is allowed.
+            output=result(
+                task_id={"type": "string"},
+                claimed_by={"type": "string"},
+                lease_expires_at={**nullable("string"), "description": "null: the task has no lease"},
+            ),
+        ),
+        # Beyond the contract: questions to a person (hub_tasks.questions).
+        Tool(
+            name="ask_operator",
+            title="Ask a person",
+            description=(
+                "Ask a person a question about the task you are working on, e.g. a decision you may not take "
+                "alone; offer options to choose from, or none for a free answer. The task keeps its status and "
+                "shows as waiting for input on the dashboard; the answer arrives in your inbox as a reply "
+                "about the task (pushed like one). Report status waiting_input while you wait."
+            ),
+            params={
+                "task_id": TASK_ID,
+                "question": P.text(
+                    "The question, with what the person needs to decide.", limits.QUESTION_MAX, required=True
+                ),
+                "options": P.text_list(
+                    "Answers to choose from (shown as buttons).",
+                    max_items=limits.OPTIONS_MAX,
+                    max_len=limits.OPTION_MAX,
+                    unique=True,
+                ),
+            },
+            service=question_ask,
+            render=R.as_fields,
+            output=result(question_id={"type": "string"}, task_id={"type": "string"}),
+        ),
+        Tool(
+            name="answer_question",
+            title="Answer a question",
+            description=(
+                "Answer an agent's open question (list_questions shows them), once: the agent receives the "
+                "answer in its inbox as a reply about the task. Any text is accepted, whether or not it is "
+                "one of the options offered."
+            ),
+            params={
+                "question_id": P.identifier("The question's id (question_id).", required=True),
+                "answer": P.text("The answer.", limits.ANSWER_MAX, required=True),
+            },
+            service=question_answer,
+            render=R.as_fields,
+            output=result(question_id={"type": "string"}, task_id={"type": "string"}, message_id={"type": "string"}),
+        ),
+        Tool(
+            name="list_questions",
+            title="List questions",
+            description=(
+                "Questions agents asked of a person: unanswered ones first (oldest first), then the answered, "
+                "newest first; of one task, or only the unanswered."
+            ),
+            params={
+                "task_id": P.identifier("Only this task's questions."),
+                "unanswered": P.flag("Only questions still waiting for an answer."),
+                "network_id": NETWORK_ID,
+                "limit": P.whole(
+                    "At most this many.",
+                    low=1,
+                    high=limits.QUESTIONS_LIMIT_MAX,
+                    default=limits.QUESTIONS_LIMIT_DEFAULT,
+                ),
+            },
+            service=question_rows,
+            render=R.questions,
+            output=result(questions=rows("Unanswered first, oldest first; then answered, newest first.")),
+            read_only=True,
         ),
     ]
 
@@ -552,9 +848,10 @@ def _setting_changed(*, setting: str, **kwargs: Any) -> None:
         rebuild()
 
 
-def invoke(name: str, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run one tool by name (the dashboard's writes): the same door, and write limit, as MCP and REST."""
-    return TOOLS_BY_NAME[name].run(actor, arguments)
+def invoke(name: str, actor: Actor, arguments: dict[str, Any]) -> Any:
+    """Run one tool by name and answer the service's result (the dashboard's writes, which render it
+    their own way): the same door, checks and write limit as MCP and REST."""
+    return TOOLS_BY_NAME[name].execute(actor, arguments)
 
 
 rebuild()

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 
 import pytest
 from django.db.models import Max, Q
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
 
 from hub_agents.actors import Actor
 from hub_agents.models import Network
@@ -22,7 +24,8 @@ from hub_agents.services import (
 from hub_core import ratelimit
 from hub_core.events import EventType, HubEvent, outbox_close
 from hub_events.models import OPERATORS, Event
-from hub_fleet.services import session_report
+from tests.helpers import NOW
+from tests.helpers.calls import session_report
 
 # Fixtures for every package (live hubs) and the markers `make test-fast` filters on; helpers that are
 # not fixtures live in tests/helpers/. No test module or conftest imports another.
@@ -176,3 +179,10 @@ def django_capture_on_commit_callbacks(django_capture_on_commit_callbacks, reque
                     published.windows.append((after, _newest_event_id()))
 
     return capture
+
+
+@pytest.fixture
+def clock() -> Iterator[FrozenDateTimeFactory]:
+    """Time stands still at NOW until the test moves it with clock.tick(seconds)."""
+    with freeze_time(NOW) as frozen:
+        yield frozen

@@ -41,10 +41,19 @@ from hub_agents.services import membership_set, network_create, token_authentica
 from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_events.models import Event
-from hub_fleet.services import session_report
-from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
-from hub_tasks.services import completion_report, message_send, reply_send, task_cancel, task_send
-from hub_tools.tools import TOOLS, TOOLS_BY_NAME
+from hub_tasks.models import Completion, InboxMessage, Question, Task, TaskEvent
+from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
+from tests.helpers.calls import (
+    completion_report,
+    message_send,
+    question_ask,
+    reply_send,
+    session_report,
+    task_cancel,
+    task_claim,
+    task_send,
+)
+from tests.helpers.contract import EXTENSION_TOOLS, assert_contract_first
 from tests.helpers.dashboard import browser_of, signed_in, websocket
 from tests.helpers.mcp import call
 from tests.helpers.rest import assert_refused
@@ -53,7 +62,10 @@ API = "/api/v1/"
 SECRET = "B-SECRET"  # in every text of network B: none of it may reach a caller from A
 VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 
-READ_TOOLS = {"get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task"}
+READ_TOOLS = {
+    "get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task",
+    "find_agents", "list_open_tasks", "list_questions",
+}  # fmt: skip
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
 
 # Each tool's REST endpoint: method and path; {name} segments are taken out of the arguments.
@@ -75,6 +87,14 @@ ROUTES: dict[str, tuple[str, str]] = {
     "broadcast": ("post", "broadcasts"),
     "get_completions": ("get", "completions"),
     "report_completion": ("post", "completions"),
+    # Beyond the contract: skills and the open pool.
+    "find_agents": ("get", "agents"),
+    "list_open_tasks": ("get", "pool"),
+    "claim_task": ("post", "tasks/{task_id}/claim"),
+    # Beyond the contract: questions to a person.
+    "ask_operator": ("post", "tasks/{task_id}/questions"),
+    "list_questions": ("get", "questions"),
+    "answer_question": ("post", "questions/{question_id}/answer"),
 }
 
 # How each refusal reads: (REST status, the MCP result's `error` wording).
@@ -82,6 +102,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "task_not_found": (404, "task not found"),
     "message_not_found": (404, "message not found or not yours"),
     "parent_task_not_found": (404, "parent task not found"),
+    "question_not_found": (404, "question_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
 }
@@ -100,10 +121,15 @@ class World:
     mixed: str  # a user token: viewer in A, member in B
     a_live: str  # delivered to a-coder, its task message pending in the inbox
     a_cancelled: str
+    a_open: str  # an open task in A's pool that a-coder's skills cover
+    a_held: str  # an open task a-coder claimed: acked, its lease running (any call of a-coder's renews it)
+    a_question: str  # a-coder's unanswered question about a_live
     b_live: str  # delivered to b-coder and pending: any write aimed at it would change it
     b_cancelled: str  # retryable
     b_done: str  # replied, with a completion
     b_message: str  # a plain message to b-coder
+    b_open: str  # an open task in B's pool, which b-coder (and a-coder, had it reported in B) could claim
+    b_question: str  # b-coder's unanswered question about b_live
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -126,6 +152,7 @@ class World:
             *Task.objects.filter(network=self.b).values_list("pk", flat=True),
             *InboxMessage.objects.filter(network=self.b).values_list("pk", flat=True),
             *Completion.objects.filter(network=self.b).values_list("pk", flat=True),
+            *Question.objects.filter(network=self.b).values_list("pk", flat=True),
             *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
         ]
         return [secret for secret in [SECRET, *ids] if secret not in echoed]
@@ -138,11 +165,22 @@ def build_world() -> World:
     a_agent, b_agent = token_authenticate(raw=a_member), token_authenticate(raw=b_member)
 
     for alias in ("a-coder", "a-helper"):
-        session_report(actor=a_agent, resume_id=f"{alias}-resume", alias=alias, status="idle", hostname="a-host")
+        session_report(
+            actor=a_agent, resume_id=f"{alias}-resume", alias=alias, status="idle", hostname="a-host", skills=["python"]
+        )
     a_live = task_send(actor=a_agent, alias="a-coder", task="A live task", from_session="a-lead")["task_id"]
     a_cancelled = task_send(actor=a_agent, alias="a-coder", task="A old task", from_session="a-lead")["task_id"]
     task_cancel(actor=a_agent, task_id=a_cancelled)
     message_send(actor=a_agent, alias="a-coder", message="A message")
+    a_open, a_held = (
+        task_send(
+            actor=a_agent, alias="pool", task=f"A {name}", from_session="a-lead", required_skills=["python"],
+            lease_seconds=600,
+        )["task_id"]
+        for name in ("open task", "held task")
+    )  # fmt: skip
+    task_claim(actor=a_agent, task_id=a_held, alias="a-coder")
+    a_question = question_ask(actor=a_agent, task_id=a_live, question="A: which way?")["question_id"]
     completion_report(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
 
     for alias in ("b-coder", "b-lead", "report"):
@@ -156,6 +194,7 @@ def build_world() -> World:
             server=f"{SECRET}-server",
             hostname=f"{SECRET}-host",
             node_id=f"{SECRET}-node",
+            skills=["python"],
         )
     b_live = task_send(
         actor=b_agent, alias="b-coder", task=f"{SECRET} live task", context=f"{SECRET} context", from_session="b-lead"
@@ -167,6 +206,10 @@ def build_world() -> World:
     b_message = message_send(actor=b_agent, alias="b-coder", message=f"{SECRET} message", from_session="b-lead")
     reply_send(actor=b_agent, alias="b-lead", text=f"{SECRET} reply", from_session="b-coder")
     message_send(actor=b_agent, alias="report", message=f"{SECRET} for the alias named report")
+    b_open = task_send(
+        actor=b_agent, alias="pool", task=f"{SECRET} open task", from_session="b-lead", required_skills=["python"]
+    )["task_id"]
+    b_question = question_ask(actor=b_agent, task_id=b_live, question=f"{SECRET} question", options=["yes", "no"])
 
     users = {}
     roles_of = {
@@ -188,10 +231,15 @@ def build_world() -> World:
         mixed=token_create(user=users["mixed"])[1],
         a_live=a_live,
         a_cancelled=a_cancelled,
+        a_open=a_open,
+        a_held=a_held,
+        a_question=a_question,
         b_live=b_live,
         b_cancelled=b_cancelled["task_id"],
         b_done=b_done["task_id"],
         b_message=b_message["message_id"],
+        b_open=b_open,
+        b_question=b_question["question_id"],
         users=users,
     )
 
@@ -203,6 +251,7 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "task_events": (TaskEvent, "task__network_id"),
     "inbox": (InboxMessage, "network_id"),
     "completions": (Completion, "network_id"),
+    "questions": (Question, "network_id"),
     "events": (Event, "network_id"),
     "audit": (AuditEntry, "network_id"),
 }
@@ -379,6 +428,28 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "reassign_task-b_live": ("reassign_task", {"task_id": "@b_live", "new_alias": "b-lead"}, "task_not_found"),
     "broadcast-network_b": ("broadcast", {"message": "intrusion", "network_id": "@b"}, "permission_denied"),
     "broadcast": ("broadcast", {"message": "A only"}, None),
+    # the open pool: B's agents have the skill too, and B's pool holds an open task
+    "find_agents": ("find_agents", {"skill": "python"}, None),
+    "find_agents-network_b": ("find_agents", {"skill": "python", "network_id": "@b"}, "permission_denied"),
+    "list_open_tasks": ("list_open_tasks", {}, None),
+    "list_open_tasks-b_alias": ("list_open_tasks", {"alias": "b-coder", "skill": "python"}, None),
+    "list_open_tasks-network_b": ("list_open_tasks", {"network_id": "@b"}, "permission_denied"),
+    "claim_task-b_open": ("claim_task", {"task_id": "@b_open", "alias": "b-coder"}, "task_not_found"),
+    "claim_task-network_b": (
+        "claim_task",
+        {"task_id": "@b_open", "alias": "b-coder", "network_id": "@b"},
+        "permission_denied",
+    ),
+    # questions to a person: B's task has an unanswered question
+    "list_questions": ("list_questions", {}, None),
+    "list_questions-b_task": ("list_questions", {"task_id": "@b_live"}, None),
+    "list_questions-network_b": ("list_questions", {"network_id": "@b"}, "permission_denied"),
+    "ask_operator-b_live": ("ask_operator", {"task_id": "@b_live", "question": "intrusion?"}, "task_not_found"),
+    "answer_question-b_question": (
+        "answer_question",
+        {"question_id": "@b_question", "answer": "intrusion"},
+        "question_not_found",
+    ),
 }
 
 
@@ -414,6 +485,22 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         assert body["task_id"] is None
     elif tool == "broadcast":
         assert body["recipients"] == sessions.count()
+    elif tool == "find_agents":
+        skilled = [session.alias for session in sessions if arguments["skill"] in (session.skills or [])]
+        assert sorted(row["alias"] for row in body["agents"]) == sorted(skilled)
+    elif tool == "list_open_tasks":  # A's pool; with an alias, what A's session of that alias could claim
+        pool = list(Task.objects.filter(network_id=a, status="created", to_name="pool", required_skills__isnull=False))
+        if arguments.get("skill"):
+            pool = [task for task in pool if arguments["skill"] in task.required_skills]
+        if alias:
+            reported = list(sessions.filter(alias=alias).values_list("skills", flat=True))
+            pool = [task for task in pool if reported and set(task.required_skills) <= set(reported[0] or [])]
+        assert {row["task_id"] for row in body["tasks"]} == {task.pk for task in pool}
+    elif tool == "list_questions":
+        questions = Question.objects.filter(network_id=a)
+        if arguments.get("task_id"):
+            questions = questions.filter(task_id=arguments["task_id"])
+        assert {row["question_id"] for row in body["questions"]} == set(questions.values_list("pk", flat=True))
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -485,6 +572,10 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "cancel_task": {"task_id": "@a_live", "reason": "a viewer wants it"},
     "reassign_task": {"task_id": "@a_live", "new_alias": "a-helper"},
     "broadcast": {"message": "from a viewer"},
+    # A claim by a viewer, as a-coder (who holds a_held, leased): neither a_open nor a_held's lease moves.
+    "claim_task": {"task_id": "@a_open", "alias": "a-coder"},
+    "ask_operator": {"task_id": "@a_live", "question": "from a viewer?"},
+    "answer_question": {"question_id": "@a_question", "answer": "from a viewer"},
 }
 VIEWER_READS: dict[str, dict[str, Any]] = {
     "get_all_status": {},
@@ -493,6 +584,9 @@ VIEWER_READS: dict[str, dict[str, Any]] = {
     "get_completions": {},
     "list_tasks": {},
     "get_task": {"task_id": "@a_live"},
+    "find_agents": {"skill": "python"},
+    "list_open_tasks": {"alias": "a-coder"},
+    "list_questions": {},
 }
 VIEWERS = {
     "viewer_token": "a_viewer",  # a network token with the viewer role
@@ -522,7 +616,8 @@ def check_viewer_write(client: Client, world: World, transport: str, tool: str, 
 def check_viewer_read(client: Client, world: World, transport: str, tool: str) -> None:
     body = assert_answered(invoke(client, transport, world.a_viewer, tool, world.value(VIEWER_READS[tool])))
     assert set(network_ids_in(body)) <= {world.a.pk}
-    assert "a-coder" in json.dumps(body) or world.a_live in json.dumps(body)  # A's data, for a viewer too
+    # A's data, for a viewer too
+    assert any(mark in json.dumps(body) for mark in ("a-coder", world.a_live, world.a_open)), body
 
 
 # The dashboard's forms: (path, form)
@@ -825,11 +920,13 @@ def all_endpoints() -> set[tuple[str, str]]:
 
 
 def test_the_matrix_covers_every_tool_and_every_endpoint() -> None:
-    assert len(TOOLS) == 17
+    assert_contract_first([tool.name for tool in TOOLS])
+    assert set(EXTENSION_TOOLS) <= set(TOOLS_BY_NAME)
     assert set(ROUTES) == set(TOOLS_BY_NAME)
     assert {tool for tool, _, _ in CROSS.values()} == set(TOOLS_BY_NAME)
     assert READ_TOOLS == {tool.name for tool in TOOLS if tool.read_only} == set(VIEWER_READS)
-    assert set(VIEWER_WRITES) == WRITE_TOOLS and len(WRITE_TOOLS) == 11
+    assert set(VIEWER_WRITES) == WRITE_TOOLS
+    assert len(WRITE_TOOLS & set(CONTRACT_TOOLS)) == 11
     assert covered_endpoints([(tool, arguments) for tool, arguments, _ in CROSS.values()]) == all_endpoints()
     posts = {(method, route) for method, route in all_endpoints() if method == "post"}
     assert covered_endpoints(list(VIEWER_WRITES.items())) == posts

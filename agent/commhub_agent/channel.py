@@ -28,9 +28,9 @@ from commhub_agent.hub import SELF_ALIAS_TOOLS, Backoff, Config, Hub, HubRefused
 from commhub_agent.state import Position, default_state_dir, safe_name
 
 CHANNEL_METHOD = "notifications/claude/channel"
-# The feed's events a model should read; the rest (task_updated, session_updated, task_expired)
-# only move the position on.
-PUSHED = ("new_task", "new_message", "new_reply", "broadcast", "chained_reply")
+# The feed's events a model should read; the rest (task_updated, session_updated, task_expired,
+# lease_lost) only move the position on.
+PUSHED = ("new_task", "new_message", "new_reply", "broadcast", "chained_reply", "new_open_task")
 
 
 def log(message: str) -> None:
@@ -42,15 +42,20 @@ def instructions(alias: str) -> str:
 events; their attributes say what each one is:
 - event: new_task (work for you), new_message (information, no answer needed), new_reply (an answer to a task \
 you sent), broadcast (a message to every agent; treat like a task if it asks for work), chained_reply (a subtask \
-you delegated was answered).
+you delegated was answered), new_open_task (an open task your skills cover, anyone's to take: claim_task with \
+its task_id makes it yours, acknowledged: go on from step 2 below; a refusal task_claimed means another agent \
+was first).
 - task_id: the task to act on; message_id: the inbox entry; from: who sent it; priority: high, normal or low; \
-kind: the inbox type; event_id: the hub's feed position (each event is delivered once).
+kind: the inbox type; needs: an open task's required skills; event_id: the hub's feed position (each event is \
+delivered once).
 For a new_task: 1) call ack_inbox with message_id (take it); 2) call report_status with status "working", \
 task set to the task_id, and progress (0-100) as you go; 3) when done call report_completion with task set to \
 the task_id and result set to what you did (at most 50000 characters); if you cannot do it, call send_reply \
 with alias = the sender (from), in_reply_to = task_id, status "failed" and the reason. get_task shows a \
-task's context. Use send_task to delegate, send_message for a note. You need not pass alias or resume_id to \
-report_status, get_inbox, ack_inbox, report_completion or get_session_status: they default to "{alias}". \
+task's context. If you need a person's decision, call ask_operator with the task_id, your question and \
+options, report_status "waiting_input", and wait: the answer arrives as a new_reply about the task. Use \
+send_task to delegate, send_message for a note. You need not pass alias or resume_id to report_status, \
+get_inbox, ack_inbox, report_completion, get_session_status or claim_task: they default to "{alias}". \
 Work on tasks in priority order; call get_inbox once at the start of a session for anything that arrived before it."""
 
 
@@ -73,6 +78,7 @@ def notification_for(event_id: int, kind: str, frame: dict[str, Any]) -> dict[st
         "from": sender,
         "priority": payload.get("priority"),
         "kind": payload.get("type"),
+        "needs": ",".join(payload["required_skills"]) if payload.get("required_skills") else None,
         "created_at": frame.get("created_at"),
     }
     # Claude Code takes meta keys that are identifiers and string values only.

@@ -17,7 +17,9 @@ T = TypeVar("T")
 
 # The tools whose `alias` names the caller itself: a companion fills it in. (In send_task,
 # send_message and send_reply the alias is the addressee, so the agent always says it.)
-SELF_ALIAS_TOOLS = frozenset({"report_status", "get_inbox", "ack_inbox", "report_completion", "get_session_status"})
+SELF_ALIAS_TOOLS = frozenset(
+    {"report_status", "get_inbox", "ack_inbox", "report_completion", "get_session_status", "claim_task"}
+)
 
 # The contract's limits on what a companion sends (report_completion.result, send_reply.text, ...).
 RESULT_MAX = 50_000

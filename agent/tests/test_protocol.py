@@ -85,6 +85,27 @@ def test_a_chained_reply_names_the_parent_task_and_carries_the_result():
     assert note["params"]["meta"]["from"] == "coder"
 
 
+def test_an_open_task_says_what_it_needs_and_whose_claim_it_awaits():
+    payload = {
+        "task_id": "t-9",
+        "priority": "normal",
+        "content": "review the parser",
+        "context": None,
+        "from_session": "lead",
+        "required_skills": ["python", "review"],
+    }
+    note = notification_for(7, "new_open_task", {"payload": payload})
+    assert note["params"]["content"] == "review the parser"
+    meta = note["params"]["meta"]
+    assert (meta["event"], meta["task_id"], meta["needs"], meta["from"]) == (
+        "new_open_task",
+        "t-9",
+        "python,review",
+        "lead",
+    )
+    assert "claim_task" in instructions("coder") and "ask_operator" in instructions("coder")
+
+
 def test_instructions_say_how_to_take_report_and_complete():
     text = instructions("coder")
     for word in ("ack_inbox", "report_status", "report_completion", "send_reply", "task_id", "priority", "coder"):

@@ -20,6 +20,8 @@ from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp.client.stdio import StdioServerParameters
 from pydantic import BaseModel
 
+from hub_tools.tools import TOOLS
+from tests.helpers.contract import assert_contract_first
 from tests.helpers.live import companion_env, rest, restart_hub
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -159,7 +161,11 @@ def test_channel_delivers_every_task_once_across_a_sigkill_and_a_hub_restart(liv
 
 async def proxied_tools_answer_as_the_hub_does(client: Client, hub: Any, worker: Any, task_id: str) -> None:
     listed = await client.list_tools()
-    assert len(listed.tools) == 17
+    # The channel proxies the hub's tools/list as it is: the contract's 17 first, then the hub's own
+    # (the open pool's find_agents, list_open_tasks, claim_task, ...), none hidden and none added.
+    names = [tool.name for tool in listed.tools]
+    assert_contract_first(names)
+    assert names == [tool.name for tool in TOOLS]
     tools = {tool.name: tool for tool in listed.tools}
     assert "alias" not in tools["get_inbox"].input_schema.get("required", [])
     assert "alias" in tools["send_task"].input_schema["required"]  # there the alias is the addressee

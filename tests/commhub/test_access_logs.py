@@ -102,3 +102,15 @@ def test_the_production_command_logs_requests_without_raw_tokens(hub_server, net
     assert_no_raw_token(output, token)
     assert re.search(r'"GET /api/v1/tasks\?access_token=ntok_\[redacted\] HTTP/1.1" 400', output), output
     assert re.search(r'"GET /api/v1/tasks\?access_token=ntok_\[redacted\] HTTP/1.1" 301', output), output
+
+
+def test_the_suites_own_live_hubs_log_requests_without_raw_tokens(hub_server, network):
+    # The hub_server fixture's default command: its logs end up in failing tests' output and in /tmp.
+    _, token = token_create(network=network, role="member", name="access-log")
+    hub = hub_server()
+
+    send_tokens_everywhere(hub.url, token, {})
+    output = stopped(hub)
+
+    assert_no_raw_token(output, token)
+    assert re.search(r'"GET /api/v1/tasks\?access_token=ntok_\[redacted\]" 400', output), output

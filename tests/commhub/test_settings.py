@@ -28,6 +28,8 @@ def run_check(**env: str) -> subprocess.CompletedProcess[str]:
         ("COMMHUB_OFFLINE_AFTER_SECONDS", "ten", "COMMHUB_OFFLINE_AFTER_SECONDS must be a whole number"),
         ("COMMHUB_OFFLINE_AFTER_SECONDS", "0", "COMMHUB_OFFLINE_AFTER_SECONDS must be at least 1"),
         ("COMMHUB_DEFAULT_TTL_SECONDS", "90000", "at most 86400"),
+        ("COMMHUB_ACTOR_CACHE_SECONDS", "x", "COMMHUB_ACTOR_CACHE_SECONDS must be a whole number"),
+        ("COMMHUB_ACTOR_CACHE_SECONDS", "-1", "COMMHUB_ACTOR_CACHE_SECONDS must be at least 0"),
         ("DATABASE_URL", "nosuchdb://x", "DATABASE_URL is not a usable database URL"),
         ("COMMHUB_WRITE_RATE_LIMIT", "lots", "COMMHUB_WRITE_RATE_LIMIT must read like"),
         ("COMMHUB_WRITE_RATE_LIMIT", "600/fortnight", "COMMHUB_WRITE_RATE_LIMIT must read like"),
@@ -91,4 +93,4 @@ def test_redis_url_switches_the_channel_layer_to_redis():
         text=True,
         timeout=60,
     )
-    assert result.stdout.strip() == "channels_redis.core.RedisChannelLayer", result.stderr
+    assert result.stdout.strip() == "channels_redis.pubsub.RedisPubSubChannelLayer", result.stderr

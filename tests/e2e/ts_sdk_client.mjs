@@ -20,7 +20,10 @@ const call = async (name, args) => {
 };
 
 const { tools } = await client.listTools(); // also arms the SDK's outputSchema validation
-assert.equal(tools.length, 17);
+// The contract's 17 first, in order (CONTRACT_TOOLS, from hub_tools.tools via ./run); the hub's own after them.
+const contract = process.env.CONTRACT_TOOLS.split(",");
+assert.equal(contract.length, 17);
+assert.deepEqual(tools.slice(0, 17).map((tool) => tool.name), contract);
 await call("report_status", { resume_id: "ts-agent", alias: "ts-coder", status: "idle" });
 const sent = await call("send_task", { alias: "ts-coder", task: "port the parser", priority: "high" });
 const { messages } = await call("get_inbox", { alias: "ts-coder" });
@@ -33,4 +36,4 @@ const refused = await call("get_task", { task_id: "no-such-task" });
 assert.equal(refused.error, "task not found");
 
 await client.close();
-console.log(`typescript sdk ${client.getServerVersion().name}: protocol ok, 17 tools, agent loop ok`);
+console.log(`typescript sdk ${client.getServerVersion().name}: protocol ok, ${tools.length} tools (the contract's 17 first), agent loop ok`);

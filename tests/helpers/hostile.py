@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from hub_agents.models import Network
 from hub_agents.services import token_authenticate, token_create
-from hub_fleet.services import session_report
-from hub_tasks.services import message_send, task_send
 from hub_tools.tools import TOOLS, Tool
+from tests.helpers.calls import message_send, question_ask, session_report, task_send
 
 MCP = "/mcp"
 MODERN = "2026-07-28"
@@ -208,16 +207,20 @@ def tool_arguments(draw: st.DrawFn, tool: Tool, known: dict[str, list[Any]]) -> 
     """Arguments for one tool: either one hostile argument among good ones (so that it is the one the
     service reads), or each argument omitted, plausible, a known id or hostile, with unknown names too."""
     if draw(st.sampled_from([True, True, False]), label="one bad argument"):
-        arguments = {name: draw(_plausible(name, tool.params[name], known), label=name) for name in tool.required}
-        numeric = sorted(name for name, schema in tool.params.items() if schema["type"] in ("integer", "number"))
+        arguments = {
+            name: draw(_plausible(name, tool.input_properties[name], known), label=name) for name in tool.required
+        }
+        numeric = sorted(
+            name for name, schema in tool.input_properties.items() if schema["type"] in ("integer", "number")
+        )
         others = sorted(set(tool.params) - set(numeric))
         groups = [group for group in (numeric, numeric, others) if group]
         among = draw(st.sampled_from(groups), label="numeric or not")
         bad = draw(st.sampled_from(among), label="bad argument")
-        arguments[bad] = draw(hostile_for(tool.params[bad]), label=bad)
+        arguments[bad] = draw(hostile_for(tool.input_properties[bad]), label=bad)
         return no_long_wait(tool.name, arguments)
     arguments = {}
-    for name, schema in tool.params.items():
+    for name, schema in tool.input_properties.items():
         kinds = ["plausible", "hostile", "omit"]
         if schema["type"] in ("integer", "number"):
             kinds.append("hostile")  # numbers have the most edges: huge, NaN, 1e999, -0
@@ -416,19 +419,26 @@ class World:
     known: dict[str, list[Any]]
     task_id: str
     message_id: str
+    open_task_id: str  # an open task in the pool, which coder's skills cover (claim_task)
+    question_id: str  # coder's open question about task_id (answer_question)
 
 
 def make_world(network: Network, other_network: Network) -> World:
-    """A member token, an agent that reported, a task and a message: ids for the fuzzer to aim at."""
+    """A member token, an agent that reported (with a skill), a task, a message, an open task and a
+    question: ids for the fuzzer to aim at."""
     _, raw = token_create(network=network, role="member", name="fuzz")
     actor = token_authenticate(raw=raw)
-    session_report(actor=actor, resume_id="r-coder", alias="coder", status="idle", server="s1")
+    session_report(actor=actor, resume_id="r-coder", alias="coder", status="idle", server="s1", skills=["python"])
     task_id = task_send(actor=actor, alias="coder", task="fix the bug", from_session="lead")["task_id"]
     message_id = message_send(actor=actor, alias="coder", message="hello", from_session="lead")["message_id"]
+    open_task_id = task_send(
+        actor=actor, alias="pool", task="port the parser", from_session="lead", required_skills=["python"]
+    )["task_id"]
+    question_id = question_ask(actor=actor, task_id=task_id, question="which parser?")["question_id"]
     known: dict[str, list[Any]] = {
-        "alias": ["coder", "lead"],
+        "alias": ["coder", "lead", "pool"],
         "new_alias": ["reviewer", "coder"],
-        "task_id": [task_id, "t-unknown"],
+        "task_id": [task_id, open_task_id, "t-unknown"],
         "task": [task_id, "fix the bug"],
         "message_id": [message_id, task_id],
         "in_reply_to": [task_id, message_id],
@@ -436,8 +446,20 @@ def make_world(network: Network, other_network: Network) -> World:
         "network_id": [network.pk, other_network.pk],
         "filter_server": ["s1"],
         "status": ["idle", "working"],
+        "skill": ["python"],
+        "skills": [["python"]],
+        "required_skills": [["python"]],
+        "question_id": [question_id, "q-unknown"],
     }
-    return World(token=raw, network=network, known=known, task_id=task_id, message_id=message_id)
+    return World(
+        token=raw,
+        network=network,
+        known=known,
+        task_id=task_id,
+        message_id=message_id,
+        open_task_id=open_task_id,
+        question_id=question_id,
+    )
 
 
 def _truncations(draw: st.DrawFn) -> bytes:

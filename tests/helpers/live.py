@@ -126,7 +126,7 @@ def restart_hub(hub: Hub) -> None:
     hub.process.wait(timeout=15)
     port = hub.url.rsplit(":", 1)[1]
     hub.process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "commhub.asgi:application"],
+        [sys.executable, "-m", "commhub.serving", "--bind", "127.0.0.1", "--port", port, "commhub.asgi:application"],
         cwd=ROOT,
         env={**os.environ, "DATABASE_URL": database_url(), "CONN_MAX_AGE": "0"},
         stdout=hub.log.open("ab"),

@@ -25,9 +25,8 @@ from hub_agents.services import (
     token_revoke,
     user_get_or_create,
 )
-from hub_fleet.services import session_report
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from hub_tasks.services import completion_report, task_cancel, task_send
+from tests.helpers.calls import completion_report, session_report, task_cancel, task_send
 
 MCP_VERSION = "2025-11-25"
 # /mcp and /events run their database work on pool threads with connections of their own.

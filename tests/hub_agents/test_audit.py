@@ -31,9 +31,8 @@ from hub_agents.services import (
     user_get_or_create,
 )
 from hub_core.errors import HubError
-from hub_fleet.services import session_report
 from hub_tasks.models import InboxMessage, Task
-from hub_tasks.services import broadcast_send, reply_send, task_cancel, task_send
+from tests.helpers.calls import broadcast_send, reply_send, session_report, task_cancel, task_send
 
 MCP_VERSION = "2025-11-25"
 # /mcp runs its database work on a pool thread with a connection of its own: data must be committed.

@@ -8,11 +8,19 @@ import pytest
 from django.conf import settings
 from freezegun import freeze_time
 
-from hub_agents.selectors import session_list
-from hub_fleet.selectors import session_get
-from hub_tasks.selectors import completion_list
-from hub_tasks.services import completion_report, inbox_ack, message_send, reply_send, task_get, task_list, task_send
 from tests.helpers import refused
+from tests.helpers.calls import (
+    completion_list,
+    completion_report,
+    inbox_ack,
+    message_send,
+    reply_send,
+    session_get,
+    session_list,
+    task_get,
+    task_list,
+    task_send,
+)
 
 START = "2026-04-12T10:00:00Z"
 SESSION_KEYS = {

@@ -10,10 +10,9 @@ from freezegun import freeze_time
 from hub_agents.models import AgentSession, Node
 from hub_core.errors import HubError
 from hub_core.events import EVENT_SCHEMA, EventType
-from hub_fleet.services import session_report
 from hub_tasks.models import Task
-from hub_tasks.services import inbox_ack, message_send, task_get, task_send
 from tests.helpers import refused
+from tests.helpers.calls import inbox_ack, message_send, session_report, task_get, task_send
 
 
 def session(alias: str) -> AgentSession:

@@ -98,13 +98,15 @@ def inbox_ids(api: Api, alias: str) -> list[str]:
 
 
 def snapshot(api: Api, task_id: str) -> list[dict[str, Any]]:
-    """Everything a write could have changed, as the API shows it."""
+    """Everything a write could have changed, as the API shows it. The inboxes first: reading one
+    records its receipts (the task's first_read_at), which the task reads then show alike."""
+    inboxes = [api.read(f"sessions/{alias}/inbox", limit=100) for alias in ("coder", "lead", "reviewer")]
     return [
         api.read("tasks", limit=100),
         api.read(f"tasks/{task_id}"),
         api.read("sessions"),
         api.read("completions"),
-        *(api.read(f"sessions/{alias}/inbox", limit=100) for alias in ("coder", "lead", "reviewer")),
+        *inboxes,
     ]
 
 
@@ -994,3 +996,9 @@ def test_a_subtask_travels_the_whole_way_and_its_result_goes_up_the_chain(api: A
         "coder",
     )
     assert [row["task"] for row in api.read("completions", alias="coder")["completions"]] == [child]
+
+
+@pytest.mark.parametrize("text", ["1.2832076732015799e-149", "0E0", "1e-3"])
+def test_a_number_in_the_query_may_use_an_exponent_as_json_does(api: Api, task_id: str, text: str) -> None:
+    """The schema says `number`: whatever JSON writes as a number is one (Schemathesis sends these)."""
+    assert api.read("sessions/coder/inbox", wait_seconds=text)["messages"][0]["id"] == task_id

@@ -20,7 +20,7 @@ from django.test import Client
 
 from hub_agents.models import Network
 from hub_agents.services import token_authenticate, token_create
-from hub_fleet.services import session_report
+from tests.helpers.calls import session_report
 
 # /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
 # tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
@@ -45,17 +45,28 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "send_message": ("/api/v1/messages", "post", "201", ["alias", "message"]),
     "send_reply": ("/api/v1/replies", "post", "201", ["alias", "text"]),
     "broadcast": ("/api/v1/broadcasts", "post", "201", ["message"]),
+    # Beyond the contract: skills and the open pool.
+    "find_agents": ("/api/v1/agents", "get", "200", None),
+    "list_open_tasks": ("/api/v1/pool", "get", "200", None),
+    "claim_task": ("/api/v1/tasks/{task_id}/claim", "post", "200", ["alias"]),
+    # Beyond the contract: questions to a person.
+    "ask_operator": ("/api/v1/tasks/{task_id}/questions", "post", "201", ["question"]),
+    "list_questions": ("/api/v1/questions", "get", "200", None),
+    "answer_question": ("/api/v1/questions/{question_id}/answer", "post", "200", ["answer"]),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
 }
 QUERY_PARAMETERS = {
-    "get_all_status": {"filter_status", "filter_server", "network_id"},
+    "get_all_status": {"filter_status", "filter_server", "network_id", "limit", "cursor"},
     "get_session_status": {"network_id"},
     "get_session_status_report": {"network_id"},
     "get_inbox": {"limit", "network_id", "wait_seconds"},
     "get_completions": {"alias", "since", "network_id", "limit"},
-    "list_tasks": {"alias", "status", "from_name", "network_id", "limit"},
+    "list_tasks": {"alias", "status", "from_name", "network_id", "limit", "dead_letter", "blocked"},
     "get_task": set(),
+    "find_agents": {"skill", "status", "network_id"},
+    "list_open_tasks": {"alias", "skill", "network_id", "limit"},
+    "list_questions": {"task_id", "unanswered", "network_id", "limit"},
 }
 REFUSALS = ["400", "401", "403", "404", "409"]
 
@@ -188,7 +199,9 @@ def test_bearer_tokens_are_a_security_scheme_of_every_operation(schema: dict[str
 @pytest.fixture
 def headers(network: Network) -> dict[str, str]:
     _, raw = token_create(network=network, role="member")
-    session_report(actor=token_authenticate(raw=raw), resume_id="r-coder", alias="coder", status="idle")
+    session_report(
+        actor=token_authenticate(raw=raw), resume_id="r-coder", alias="coder", status="idle", skills=["python"]
+    )
     return {"Authorization": f"Bearer {raw}"}
 
 
@@ -225,6 +238,15 @@ def test_real_answers_match_their_documented_responses(
         call("get_task", "/api/v1/tasks/missing", using={}),
         call("broadcast", "/api/v1/broadcasts", {"message": "m"}, using={"Authorization": f"Bearer {viewer_raw}"}),
     ]
+    open_id = call("send_task", "/api/v1/tasks", {"alias": "pool", "task": "o", "required_skills": ["python"]})
+    answers += [
+        open_id,
+        call("find_agents", "/api/v1/agents", skill="python"),
+        call("list_open_tasks", "/api/v1/pool", alias="coder"),
+        call("claim_task", f"/api/v1/tasks/{open_id.json()['task_id']}/claim", {"alias": "coder"}),
+        call("claim_task", f"/api/v1/tasks/{open_id.json()['task_id']}/claim", {"alias": "coder"}),
+        call("list_open_tasks", "/api/v1/pool", limit=0),
+    ]
 
     assert [answer.status_code for answer in answers] == [
         201,
@@ -242,6 +264,12 @@ def test_real_answers_match_their_documented_responses(
         404,
         401,
         403,
+        201,
+        200,
+        200,
+        200,
+        409,
+        400,
     ]
 
 

@@ -30,8 +30,8 @@ from hub_agents.models import AgentSession, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
 from hub_core import ratelimit
 from hub_tasks.models import Completion, InboxMessage, Task
-from hub_tasks.services import task_send
 from hub_tools.tools import TOOLS_BY_NAME, Tool
+from tests.helpers.calls import task_send
 from tests.helpers.hostile import (
     FUZZ,
     HOSTILE_TEXT,
@@ -90,6 +90,14 @@ ENDPOINTS = [
     Endpoint("post", "broadcasts", "broadcast"),
     Endpoint("get", "completions", "get_completions"),
     Endpoint("post", "completions", "report_completion"),
+    # Beyond the contract: skills and the open pool.
+    Endpoint("get", "agents", "find_agents"),
+    Endpoint("get", "pool", "list_open_tasks"),
+    Endpoint("post", "tasks/<str:task_id>/claim", "claim_task"),
+    # Beyond the contract: questions to a person.
+    Endpoint("post", "tasks/<str:task_id>/questions", "ask_operator"),
+    Endpoint("get", "questions", "list_questions"),
+    Endpoint("post", "questions/<str:question_id>/answer", "answer_question"),
 ]
 GETS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "get"]
 POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
@@ -211,7 +219,7 @@ def _query_text(value: Any) -> str:
     return json.dumps(value) if isinstance(value, list | dict) else str(value)
 
 
-_WAITING = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,30})?")
+_WAITING = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,3})?")
 
 
 @st.composite
@@ -364,8 +372,7 @@ def test_a_body_over_the_size_limit_is_413_whatever_it_holds(
 ) -> None:
     settings.COMMHUB_MAX_REQUEST_BYTES = 1024
     body = b'{"alias": "coder", "task": "' + b"x" * (1024 + extra) + b'"}'
-    path = API + endpoint.pattern.replace("<str:alias>", "coder").replace("<str:message_id>", world.message_id)
-    path = path.replace("<str:task_id>", world.task_id)
+    path = filled(endpoint, world)
 
     response = client.post(path, data=body, content_type="application/json", headers=bearer(world.token))
 
@@ -381,7 +388,7 @@ def bearer(token: str) -> dict[str, str]:
 
 def filled(endpoint: Endpoint, world: World) -> str:
     path = endpoint.pattern.replace("<str:alias>", "coder").replace("<str:message_id>", world.message_id)
-    return API + path.replace("<str:task_id>", world.task_id)
+    return API + path.replace("<str:task_id>", world.task_id).replace("<str:question_id>", world.question_id)
 
 
 BASE_BODIES = {
@@ -396,6 +403,9 @@ BASE_BODIES = {
     "send_reply": {"alias": "lead", "text": "noted"},
     "broadcast": {"message": "everyone"},
     "report_completion": {"alias": "coder", "task": "some other work", "result": "done"},
+    "claim_task": {"alias": "coder"},
+    "ask_operator": {"question": "which parser?"},
+    "answer_question": {"answer": "the new one"},
 }
 BAD_NUMBERS = {
     "10**400": 10**400,
@@ -419,7 +429,7 @@ def wrong_refusals(world: World, endpoint: Endpoint, cases: dict[str, Any], kind
     """One bad argument on top of a good body, for each argument of these kinds; those not refused by name."""
     client = Client(raise_request_exception=False)  # collect every failing case, not just the first
     wrong = []
-    for name, schema in endpoint.definition.params.items():
+    for name, schema in endpoint.definition.input_properties.items():
         if schema["type"] not in kinds or name in endpoint.path_params:
             continue
         field = f"{name}[0]" if schema["type"] == "array" else name
@@ -437,7 +447,9 @@ def wrong_refusals(world: World, endpoint: Endpoint, cases: dict[str, Any], kind
     return wrong
 
 
-NUMERIC_POSTS = [e for e in POSTS if any(p["type"] in ("integer", "number") for p in e.definition.params.values())]
+NUMERIC_POSTS = [
+    e for e in POSTS if any(p["type"] in ("integer", "number") for p in e.definition.input_properties.values())
+]
 
 
 @pytest.mark.parametrize("endpoint", NUMERIC_POSTS, ids=[e.tool for e in NUMERIC_POSTS])
@@ -455,7 +467,7 @@ def test_bad_text_in_any_text_field_of_any_body_is_a_400_naming_the_field(world:
 
 def test_bad_text_in_any_query_parameter_of_any_get_is_a_400_naming_it(client: Client, world: World) -> None:
     wrong = []
-    for endpoint, (name, schema) in [(e, param) for e in GETS for param in e.definition.params.items()]:
+    for endpoint, (name, schema) in [(e, param) for e in GETS for param in e.definition.input_properties.items()]:
         if name in endpoint.path_params or (endpoint.pattern == "sessions/report" and name == "alias"):
             continue
         for value in ("%00", "a%00b", "%ED%A0%80", "9" * 400, "1e999", "NaN", "%ff%fe"):
@@ -557,7 +569,7 @@ class Api:
 
 STATUS_TEXT_FIELDS = [
     name
-    for name, schema in TOOLS_BY_NAME["report_status"].params.items()
+    for name, schema in TOOLS_BY_NAME["report_status"].input_properties.items()
     if schema["type"] == "string" and "enum" not in schema and name not in ("alias", "channels", "network_id")
 ]
 PAYLOADS = [*SQL, *HTML]

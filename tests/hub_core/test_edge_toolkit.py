@@ -51,9 +51,9 @@ def test_every_transport_refuses_an_empty_bearer_header_in_the_same_words(client
 @pytest.mark.django_db(transaction=True)
 def test_an_empty_inbox_under_a_poll_answers_and_the_poll_decides_to_wait(agent):
     """The read returns its empty result (no exception crosses it); the poll sets it aside and waits."""
-    answered: list[dict] = []
+    answered: list[list[dict]] = []
 
-    def read() -> dict:
+    def read() -> list[dict]:
         answered.append(inbox_pending(actor=agent, alias="coder", wait_seconds=30))
         return answered[-1]
 
@@ -66,7 +66,7 @@ def test_an_empty_inbox_under_a_poll_answers_and_the_poll_decides_to_wait(agent)
 
     outcome = asyncio.run(first_look())
 
-    assert answered == [{"ok": True, "messages": []}]
+    assert answered == [[]]
     assert isinstance(outcome, Pending) and outcome.total == pytest.approx(30, abs=5)
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from hub_agents.models import AgentSession
 from hub_tasks.models import Task, TaskEvent
-from hub_tasks.services import task_send
+from tests.helpers.calls import task_send
 
 
 def aliases_in(page: str) -> list[str]:

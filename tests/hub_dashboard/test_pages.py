@@ -7,7 +7,7 @@ from django.test import Client
 from hub_agents.models import Membership, Network
 from hub_agents.services import membership_set
 from hub_tasks.models import Task
-from hub_tasks.services import completion_report, task_send
+from tests.helpers.calls import completion_report, task_send
 
 
 def test_pages_need_a_login():

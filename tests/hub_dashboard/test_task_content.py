@@ -16,7 +16,7 @@ from hub_agents.models import AuditEntry
 from hub_agents.services import membership_set
 from hub_core.errors import HubError
 from hub_tasks.models import Task
-from hub_tasks.services import completion_report, reply_send, task_retry, task_send
+from tests.helpers.calls import completion_report, reply_send, task_retry, task_send
 
 T0 = datetime(2026, 4, 12, 10, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hub_core import ratelimit
 from hub_tasks.models import Task, TaskStatus
-from hub_tasks.services import task_send
+from tests.helpers.calls import task_send
 
 TOO_MANY = "Too many changes in a short time; wait a moment and try again."
 

@@ -1,4 +1,4 @@
-"""The event log: written with the change, sealed in commit order after commit, pruned when old."""
+"""The event log: written with the change, sealed in commit order, pruned when old."""
 
 from __future__ import annotations
 
@@ -13,19 +13,15 @@ from hub_core.doorbell import Doorbell, feed_group
 from hub_events.models import OPERATORS, Event
 from hub_events.selectors import events_after, events_position
 from hub_events.services import events_prune, events_seal_leftovers
-from hub_tasks.services import broadcast_send, task_send
+from tests.helpers.calls import broadcast_send, task_send
 
 
-def test_an_event_is_written_with_its_change_and_sealed_after_commit(
-    agent, network, django_capture_on_commit_callbacks
-):
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+def test_an_event_is_written_and_sealed_with_its_change(agent, network, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
         sent = task_send(actor=agent, alias="coder", task="build")
         rows = list(Event.objects.filter(type="new_task").order_by("id"))
-        assert [(row.audience, row.seq) for row in rows] == [(OPERATORS, None), ("coder", None)]
-
-    for callback in callbacks:
-        callback()
+        assert [row.audience for row in rows] == [OPERATORS, "coder"]
+        assert rows[0].seq is not None and rows[1].seq == rows[0].seq + 1  # in the write's transaction
 
     frames = events_after(network_id=network.id, audience="coder", after=0)
     assert [(frame["type"], frame["payload"]["task_id"], frame["to"]) for frame in frames] == [

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from hub_events.models import Event
-from hub_tasks.services import task_send
+from hub_core.doorbell import feed_group
+from hub_events.models import OPERATORS, Event
+from tests.helpers.calls import task_send
 
 
 def unsealed() -> int:
@@ -27,17 +28,21 @@ def test_a_publish_after_a_rolled_back_savepoint_is_still_delivered_at_commit(ag
     assert kept.seq is not None  # sealed at commit, by the outbox the first publish had to give up
 
 
-def test_many_publishes_in_nested_blocks_are_delivered_together_once(agent, django_capture_on_commit_callbacks):
+def test_many_publishes_in_nested_blocks_are_delivered_together_once(
+    agent, network, django_capture_on_commit_callbacks, monkeypatch
+):
+    rung: list[list[str]] = []
+    monkeypatch.setattr("hub_core.events.ring", lambda groups: rung.append(list(groups)))
     with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
         task_send(actor=agent, alias="a", task="1")
         with transaction.atomic():
             task_send(actor=agent, alias="b", task="2")
         task_send(actor=agent, alias="c", task="3")
 
-    assert len(callbacks) == 1
-    assert unsealed() == 6  # three events, each an alias's copy and the operators'
-    callbacks[0]()
-    assert unsealed() == 0
+    assert unsealed() == 0  # each send sealed its event, before the commit
+    for callback in callbacks:
+        callback()
+    assert rung == [[feed_group(network.id, who) for who in (OPERATORS, "a", "b", "c")]]  # one ring, at commit
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,7 +1,6 @@
 """One agent's whole loop through the services: dispatch, inbox, ack, working, completion."""
 
-from hub_agents.selectors import session_list
-from hub_tasks.services import completion_report, inbox_ack, inbox_list, task_get, task_send
+from tests.helpers.calls import completion_report, inbox_ack, inbox_list, session_list, task_get, task_send
 
 
 def test_a_task_travels_from_dispatch_to_completion(agent, online):

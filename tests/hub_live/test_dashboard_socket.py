@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
 from hub_agents.services import membership_set
-from hub_tasks.services import task_send
+from tests.helpers.calls import task_send
 from tests.helpers.dashboard import signed_in, websocket
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,6 +13,8 @@ import mcp_types
 import pytest
 
 from hub_agents.services import token_create, token_revoke
+from hub_tools.tools import CONTRACT_TOOLS
+from tests.helpers.contract import READ_ONLY_EXTENSIONS, assert_contract_first
 from tests.helpers.mcp import LATEST, MCP, call, post, request, rpc
 
 # /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
@@ -26,26 +28,10 @@ VERSION_META = "io.modelcontextprotocol/protocolVersion"
 CAPS_META = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
-TOOL_NAMES = [
-    "report_status",
-    "report_completion",
-    "get_inbox",
-    "ack_inbox",
-    "send_task",
-    "send_message",
-    "send_reply",
-    "send_ack",
-    "retry_task",
-    "cancel_task",
-    "reassign_task",
-    "get_task",
-    "list_tasks",
-    "get_all_status",
-    "get_session_status",
-    "get_completions",
-    "broadcast",
-]
-READ_ONLY_TOOLS = {"get_task", "list_tasks", "get_all_status", "get_session_status", "get_completions", "get_inbox"}
+READ_ONLY_TOOLS = {
+    "get_task", "list_tasks", "get_all_status", "get_session_status", "get_completions", "get_inbox",
+    *READ_ONLY_EXTENSIONS,
+}  # fmt: skip
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -177,7 +163,7 @@ def test_batches_are_answered_in_versions_that_allow_them(client, db, version):
     assert isinstance(replies, list)
     assert [r["id"] for r in replies] == [1, 2]
     assert replies[0]["result"] == {}
-    assert len(replies[1]["result"]["tools"]) == len(TOOL_NAMES)
+    assert_contract_first([tool["name"] for tool in replies[1]["result"]["tools"]])
 
 
 def test_an_all_notification_batch_is_202(client, db):
@@ -222,7 +208,7 @@ def test_modern_envelope_may_carry_client_info(client, db):
 
 def test_modern_tools_list_and_call_are_complete_results(client, member_token):
     listed = result_of(modern(client, "tools/list"))
-    assert [tool["name"] for tool in listed["tools"]] == TOOL_NAMES
+    assert_contract_first([tool["name"] for tool in listed["tools"]])
     assert listed["resultType"] == "complete"
     called = result_of(modern(client, "tools/call", {"name": "list_tasks", "arguments": {}}, token=member_token))
     assert called["resultType"] == "complete"
@@ -326,7 +312,7 @@ def test_trailing_slash_answers_like_mcp(client, db, version):
     else:
         reply = post(client, request("tools/list"), version=version, path="/mcp/")
     assert reply.status_code == 200
-    assert [tool["name"] for tool in reply.json()["result"]["tools"]] == TOOL_NAMES
+    assert_contract_first([tool["name"] for tool in reply.json()["result"]["tools"]])
 
 
 def test_replies_are_json_and_never_issue_a_session_id(client, member_token):
@@ -554,8 +540,8 @@ def test_an_origin_in_the_allowed_setting_is_allowed(client, db, settings):
 
 
 @pytest.mark.parametrize("version", [None, *HANDSHAKE_VERSIONS])
-def test_tools_list_names_the_17_tools_in_order(client, db, version):
-    assert [tool["name"] for tool in list_tools(client, version)] == TOOL_NAMES
+def test_tools_list_names_the_contracts_17_tools_first_in_order(client, db, version):
+    assert_contract_first([tool["name"] for tool in list_tools(client, version)])
 
 
 def test_tool_input_schemas_are_flat_objects(client, db):
@@ -571,7 +557,8 @@ def test_tool_input_schemas_are_flat_objects(client, db):
 
 def test_tool_annotations_tell_reads_from_writes(client, db):
     tools = list_tools(client)
-    assert {t["name"] for t in tools if t["annotations"].get("readOnlyHint") is True} == READ_ONLY_TOOLS
+    names = {t["name"] for t in tools}
+    assert {t["name"] for t in tools if t["annotations"].get("readOnlyHint") is True} == READ_ONLY_TOOLS & names
     for tool in tools:
         hints = tool["annotations"]
         if tool["name"] in READ_ONLY_TOOLS:
@@ -582,6 +569,9 @@ def test_tool_annotations_tell_reads_from_writes(client, db):
     by_name = {t["name"]: t["annotations"] for t in tools}
     assert by_name["cancel_task"]["destructiveHint"] is True
     assert by_name["send_task"]["destructiveHint"] is False
+    # claim_task moves a task to its claimer: a write, neither destructive nor repeatable (a second
+    # claim is refused, task_claimed).
+    assert (by_name["claim_task"]["destructiveHint"], by_name["claim_task"]["idempotentHint"]) == (False, False)
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", LATEST])
@@ -641,7 +631,8 @@ def test_a_refusal_is_a_tool_result_with_is_error(client, member_token, viewer_t
 
 def test_a_missing_required_argument_is_refused_by_name(client, member_token):
     tools = [tool for tool in list_tools(client) if tool["inputSchema"]["required"]]
-    assert len(tools) == 14
+    assert len([tool for tool in tools if tool["name"] in CONTRACT_TOOLS]) == 14
+    assert "claim_task" in {tool["name"] for tool in tools}
     for tool in tools:
         result = call(client, tool["name"], {}, token=member_token)
         assert result["isError"] is True, tool["name"]
@@ -683,6 +674,24 @@ def test_structured_content_matches_the_tools_output_schema(client, member_token
     for tool, arguments in calls:
         outcome = call(client, tool, arguments, token=member_token)["structuredContent"]
         jsonschema.validate(outcome, schemas[tool])
+    # The open pool's tools, answered and refused (task_claimed names who has it).
+    call(client, "report_status", {"resume_id": "r-1", "alias": "coder", "status": "idle", "skills": ["python"]},
+         token=member_token)  # fmt: skip
+    pooled = {"alias": "pool", "task": "t3", "required_skills": ["python"], "lease_seconds": 60}
+    open_id = call(client, "send_task", pooled, token=member_token)["structuredContent"]["task_id"]
+    calls = [
+        ("send_task", {**pooled, "required_skills": ["rust"]}),  # nobody able: a warning
+        ("find_agents", {"skill": "python"}),
+        ("list_open_tasks", {"alias": "coder"}),
+        ("claim_task", {"task_id": open_id, "alias": "coder"}),
+        ("claim_task", {"task_id": open_id, "alias": "coder"}),
+    ]
+    outcomes = []
+    for tool, arguments in calls:
+        outcomes.append(call(client, tool, arguments, token=member_token)["structuredContent"])
+        jsonschema.validate(outcomes[-1], schemas[tool])
+    assert [outcome["ok"] for outcome in outcomes] == [True, True, True, True, False]
+    assert outcomes[-2]["lease_expires_at"] and outcomes[-1]["code"] == "task_claimed"
 
 
 def test_an_outsider_cannot_see_another_networks_task(client, member_token, outsider_token):

@@ -283,12 +283,21 @@ def base_arguments(world: World) -> dict[str, dict[str, Any]]:
         "get_session_status": {"alias": "coder"},
         "get_completions": {},
         "broadcast": {"message": "everyone"},
+        "find_agents": {"skill": "python"},
+        "list_open_tasks": {"alias": "coder"},
+        "claim_task": {"task_id": world.open_task_id, "alias": "coder"},
+        "ask_operator": {"task_id": world.task_id, "question": "which parser?"},
+        "answer_question": {"question_id": world.question_id, "answer": "the new one"},
+        "list_questions": {},
     }
 
 
 def test_every_tool_has_base_arguments_that_it_accepts(client: Client, world: World) -> None:
     assert set(base_arguments(world)) == set(TOOLS_BY_NAME)
-    for tool in ("list_tasks", "get_task", "get_session_status", "get_completions", "get_all_status", "get_inbox"):
+    for tool in (
+        *("list_tasks", "get_task", "get_session_status", "get_completions", "get_all_status", "get_inbox"),
+        *("find_agents", "list_open_tasks", "claim_task", "list_questions", "ask_operator", "answer_question"),
+    ):
         assert tool_outcome(client, world.token, tool, base_arguments(world)[tool], version=None)["ok"] is True
 
 
@@ -300,7 +309,7 @@ def refusals_naming(
     wrong: list[tuple[str, str, object]] = []
     for argument, field in expected_field.items():
         for label, value in cases.items():
-            is_list = TOOLS_BY_NAME[tool].params[argument]["type"] == "array"
+            is_list = TOOLS_BY_NAME[tool].input_properties[argument]["type"] == "array"
             arguments = {**base_arguments(world)[tool], argument: [value] if is_list else value}
             body, reply = tools_call(client, world.token, tool, arguments, version=version)
             if reply.status_code >= 500:
@@ -313,14 +322,18 @@ def refusals_naming(
     return wrong
 
 
-NUMERIC_TOOLS = [tool.name for tool in TOOLS if any(p["type"] in ("integer", "number") for p in tool.params.values())]
+NUMERIC_TOOLS = [
+    tool.name for tool in TOOLS if any(p["type"] in ("integer", "number") for p in tool.input_properties.values())
+]
 
 
 @pytest.mark.parametrize("tool", NUMERIC_TOOLS)
 def test_a_number_out_of_range_or_of_the_wrong_type_is_refused_naming_the_argument(
     client: Client, world: World, tool: str
 ) -> None:
-    numeric = {name: name for name, p in TOOLS_BY_NAME[tool].params.items() if p["type"] in ("integer", "number")}
+    numeric = {
+        name: name for name, p in TOOLS_BY_NAME[tool].input_properties.items() if p["type"] in ("integer", "number")
+    }
 
     wrong = refusals_naming(client, world, tool, OUT_OF_RANGE, numeric, version="2025-11-25")
 
@@ -332,7 +345,7 @@ def test_bad_text_in_any_text_argument_of_any_tool_is_refused_naming_the_argumen
     for tool in TOOLS:
         texts = {
             name: f"{name}[0]" if p["type"] == "array" else name
-            for name, p in tool.params.items()
+            for name, p in tool.input_properties.items()
             if p["type"] in ("string", "array")
         }
         # Half the bad values in each era: both reach the same tool code, each era its own transport.

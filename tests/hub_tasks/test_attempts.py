@@ -13,7 +13,8 @@ from django.test import Client
 
 from hub_agents.services import token_create
 from hub_tasks.models import Task
-from hub_tasks.services import (
+from tests.helpers import NOW
+from tests.helpers.calls import (
     completion_report,
     reply_send,
     task_cancel,
@@ -22,7 +23,6 @@ from hub_tasks.services import (
     task_retry,
     task_send,
 )
-from tests.helpers import NOW
 
 pytestmark = pytest.mark.usefixtures("clock")
 

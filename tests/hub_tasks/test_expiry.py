@@ -11,12 +11,12 @@ from django.utils import timezone
 
 from hub_core.errors import HubError
 from hub_core.events import EventType
-from hub_fleet.selectors import session_get
 from hub_tasks.models import Completion, Task, TaskEvent
-from hub_tasks.services import (
+from tests.helpers.calls import (
     completion_report,
     inbox_ack,
     inbox_list,
+    session_get,
     task_ack,
     task_cancel,
     task_get,

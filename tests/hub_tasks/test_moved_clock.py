@@ -18,18 +18,19 @@ from freezegun.api import FrozenDateTimeFactory
 
 from hub_agents.actors import Actor
 from hub_agents.models import Network
-from hub_agents.selectors import session_list
 from hub_core.errors import HubError
 from hub_core.formats import timestamp
 from hub_events.models import OPERATORS, Event
-from hub_fleet.selectors import fleet, session_get
-from hub_fleet.services import session_report
+from hub_fleet.selectors import fleet
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from hub_tasks.services import (
+from tests.helpers.calls import (
     broadcast_send,
     completion_report,
     inbox_ack,
     inbox_list,
+    session_get,
+    session_list,
+    session_report,
     task_ack,
     task_cancel,
     task_get,

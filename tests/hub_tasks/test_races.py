@@ -18,11 +18,11 @@ from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, AuditEntry
 from hub_core.errors import HubError
 from hub_events.models import OPERATORS, Event
-from hub_fleet.services import session_report
 from hub_tasks.models import TERMINAL, Completion, InboxMessage, Task, TaskEvent
-from hub_tasks.services import (
+from tests.helpers.calls import (
     completion_report,
     inbox_ack,
+    session_report,
     task_ack,
     task_cancel,
     task_reassign,

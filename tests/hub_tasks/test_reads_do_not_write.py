@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from hub_tasks.selectors import inbox_pending, task_page, task_rows, task_with_history
-from hub_tasks.services import inbox_list, task_get, task_list, task_send
+from tests.helpers.calls import inbox_list, task_get, task_list, task_send
 
 
 @pytest.fixture
@@ -22,9 +22,9 @@ def overdue(agent) -> str:
 def test_the_selectors_show_an_overdue_task_as_stored_and_write_nothing(agent, network, overdue):
     rows_before = (TaskEvent.objects.count(), InboxMessage.objects.count())
 
-    assert task_with_history(actor=agent, task_id=overdue)["task"]["status"] == "delivered"
-    assert [row["status"] for row in task_rows(actor=agent)["tasks"]] == ["delivered"]
-    assert len(inbox_pending(actor=agent, alias="coder")["messages"]) == 1
+    assert task_with_history(actor=agent, task_id=overdue).task["status"] == "delivered"
+    assert [row["status"] for row in task_rows(actor=agent).tasks] == ["delivered"]
+    assert len(inbox_pending(actor=agent, alias="coder")) == 1
     tasks, _ = task_page(actor=agent, network_id=network.id)
     assert [task.status for task in tasks] == ["delivered"]
     assert (TaskEvent.objects.count(), InboxMessage.objects.count()) == rows_before

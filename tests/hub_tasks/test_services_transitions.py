@@ -19,14 +19,14 @@ from django.utils import timezone
 from hub_agents.models import AgentSession
 from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent
-from hub_fleet.selectors import session_get
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
-from hub_tasks.selectors import completion_list
-from hub_tasks.services import (
+from tests.helpers.calls import (
+    completion_list,
     completion_report,
     inbox_ack,
     inbox_list,
     reply_send,
+    session_get,
     task_ack,
     task_cancel,
     task_get,

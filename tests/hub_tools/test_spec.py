@@ -15,6 +15,7 @@ from hub_tasks import limits
 from hub_tasks.models import TRANSITIONS, Move
 from hub_tools import tools
 from tests.helpers import refused
+from tests.helpers.contract import EXTENSION_TOOLS, assert_contract_first
 
 MCP_VERSION = "2025-06-18"
 
@@ -99,3 +100,12 @@ def test_reply_outcomes_come_from_the_transitions_table(respecified, agent):
     assert outcomes() == ["replied", "failed"]
     assert "`status` (replied or failed)" in tools.TOOLS_BY_NAME["send_reply"].description
     assert (cancelled.code, cancelled.extra["field"]) == ("invalid_argument", "status")
+
+
+def test_the_registry_starts_with_the_contracts_17_tools_in_order_then_named_extensions():
+    """CONTRACT_TOOLS is the one statement of the contract's tools; the registry, and with it every
+    tools/list and the REST routes, lists them first, unchanged, whatever it adds after them."""
+    assert len(tools.CONTRACT_TOOLS) == len(set(tools.CONTRACT_TOOLS)) == 17
+    assert tools.CONTRACT_TOOLS[0] == "report_status" and tools.CONTRACT_TOOLS[-1] == "broadcast"
+    assert_contract_first([tool.name for tool in tools.TOOLS])
+    assert set(EXTENSION_TOOLS) <= set(tools.TOOLS_BY_NAME)

@@ -30,13 +30,15 @@ def hub_server(transactional_db) -> Iterator[Callable[..., Hub]]:
 
     def start(env: dict[str, str] | None = None, command: Callable[[int], list[str]] | None = None) -> Hub:
         """`env`: extra environment variables for this server (over the test process's own).
-        `command(port)`: another server command line than plain daphne (as make run or README start one)."""
+        `command(port)`: another server command line than this one (as make run or README start one)."""
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         log = Path(f"/tmp/commhub-hub-{os.getpid()}-{port}.log")
         env = {**os.environ, "DATABASE_URL": database_url(), "CONN_MAX_AGE": "0", **(env or {})}
-        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "commhub.asgi:application"]
+        # daphne through commhub.serving, as `make run`: plain daphne would write its access lines, raw
+        # tokens in query strings and all, into this log (and a failing test's output shows its tail).
+        argv = [sys.executable, "-m", "commhub.serving", "-b", "127.0.0.1", "-p", str(port), "commhub.asgi:application"]
         process = subprocess.Popen(
             command(port) if command else argv,
             cwd=ROOT,

@@ -176,13 +176,18 @@ for (const select of document.querySelectorAll("form.switcher select")) {
   function route(frame) {
     const p = frame.payload || {};
     const tasks = [p.task_id, p.parent_task_id, p.child_task_id].filter(Boolean);
-    const isTask = frame.type === "new_task" || frame.type === "task_updated" || frame.type === "task_expired" || frame.type === "chained_reply";
+    const isTask = frame.type === "new_task" || frame.type === "task_updated" || frame.type === "task_expired" || frame.type === "lease_lost" || frame.type === "chained_reply";
     for (const region of regions()) {
       const name = region.dataset.live;
       if (name === "fleet") {
         // A session's card; a task or message changes its addressee's inbox count.
-        const aliases = new Set([p.alias, p.to_name, ...(Array.isArray(frame.to) ? frame.to : [])].filter(Boolean));
+        const aliases = new Set([p.alias, p.to_name, p.asked_by, ...(Array.isArray(frame.to) ? frame.to : [])].filter(Boolean));
         for (const alias of aliases) want(name, alias);
+      } else if (name === "questions" || name === "questions_count") {
+        if (frame.type === "question_asked" || frame.type === "question_answered") want(name);
+      } else if (name === "pool") {
+        // Posted, claimed (created → acked), ended or back in the pool: the open tasks changed.
+        if (frame.type === "new_open_task" || frame.type === "task_expired" || (frame.type === "task_updated" && (p.from_status === "created" || p.to_status === "created"))) want(name);
       } else if (name === "tasks") {
         if (isTask) for (const id of tasks) want(name, id);
       } else if (name === "task") {

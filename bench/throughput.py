@@ -1,0 +1,80 @@
+"""Closed-loop throughput of each call against the reference views, cell by cell, on one server.
+
+The same cells run against the production serving (PostgreSQL + Redis) and the embedded default
+(SQLite, daphne); a row's group says which (`embedded …` for the latter), so each ratio is taken
+against the reference views of the same server in the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bench import calls
+from bench.load import Call, Row, measure
+from bench.report import ECHO, INSERT, SELECT
+from bench.seed import PENDING, Seeds
+
+CLIENTS = (1, 16, 64)
+Cell = tuple[str, str, Call, str]  # group, name, call, note
+
+
+async def run(
+    url: str,
+    seeds: Seeds,
+    *,
+    seconds: float,
+    full: bool,
+    prefix: str = "",
+    echo: str | None = None,
+    classic: str | None = None,
+    clients: tuple[int, ...] = CLIENTS,
+) -> list[Row]:
+    """`full`: every cell; otherwise only those the issue's targets read (bench.targets)."""
+    rows = []
+    headers = calls.bearer(seeds.operator_token)
+    for count in clients:
+        for group, name, call, note in _cells(url, seeds, count, full=full, echo=echo, classic=classic):
+            row = await measure(prefix + group, name, call, clients=count, seconds=seconds, headers=headers)
+            row.note = note
+            rows.append(row)
+    return rows
+
+
+def _cells(url: str, seeds: Seeds, clients: int, *, full: bool, echo: str | None, classic: str | None) -> list[Cell]:
+    pending = f"{PENDING} pending"
+    send: Callable[[int], dict[str, str]] = lambda n: {"alias": f"load-{n}", "task": "bench"}  # noqa: E731
+    cells: list[Cell] = [
+        ("reference", INSERT, calls.plain(url, "/bench/insert", post=True), ""),
+        ("reference", SELECT, calls.plain(url, "/bench/select", post=False), ""),
+        ("mcp", "send_task", calls.mcp(url, "send_task", send), ""),
+        ("mcp", "get_inbox", calls.mcp(url, "get_inbox", lambda n: {"alias": f"inbox-{n}"}), pending),
+        ("mcp", "ack_inbox", calls.acks(url, seeds.acks.get(clients, {}), clients), ""),
+        ("mcp", "report_status", calls.mcp(url, "report_status", heartbeat), ""),
+        ("mcp", "report_completion", calls.mcp(url, "report_completion", completion), ""),
+        ("mcp", "get_task", calls.mcp(url, "get_task", calls.any_of(seeds.task_ids)), ""),
+        ("mcp", "agent loop (5 calls)", calls.agent_loop(url, clients), ""),
+        ("rest", "POST /api/v1/tasks", calls.rest_send(url), ""),
+        ("rest", "GET /api/v1/sessions/{alias}/inbox", calls.rest_inbox(url), pending),
+    ]
+    if not full:
+        return cells
+    extra: list[Cell] = [("mcp", "list_tasks", calls.mcp(url, "list_tasks", lambda n: {}), "")]
+    if echo:
+        extra.insert(0, ("reference", ECHO, calls.plain(echo, "/", post=True), ""))
+    if classic:
+        # The classic deployment, to choose the serving setup from measurements.
+        extra += [
+            ("wsgi", INSERT, calls.plain(classic, "/bench/insert", post=True), ""),
+            ("wsgi", SELECT, calls.plain(classic, "/bench/select", post=False), ""),
+            ("wsgi", "send_task", calls.mcp(classic, "send_task", lambda n: {"alias": f"w-{n}", "task": "x"}), ""),
+            ("wsgi", "get_task", calls.mcp(classic, "get_task", calls.any_of(seeds.task_ids)), ""),
+        ]
+    return cells + extra
+
+
+def heartbeat(client: int) -> dict[str, str]:
+    return {"alias": f"status-{client}", "resume_id": f"status-resume-{client}", "status": "working"}
+
+
+def completion(client: int) -> dict[str, object]:
+    return {"alias": f"done-{client}", "task": "work nobody sent", "result": "done", "score": 7}

@@ -1,0 +1,140 @@
+"""Agents' calls served ahead of Django's handler: /mcp, and REST calls with a bearer token.
+
+Agents call the hub many times a second; Django's handler would spend more on each call than the
+tool does (measured: ~3.5 ms of ~8 ms for a get_inbox): nine middlewares, each hopping to a
+thread, and the request signals, each another hop. These calls need none of it: no session,
+cookie, CSRF token, message or static file (a bearer-token REST call never consults the session:
+hub_api's bearer authentication comes first and answers alone). So this app reads the body, builds
+Django's own ASGIRequest, resolves the URL and runs the same view, with what the stack would still
+do for these calls done inline, without a thread:
+
+- the host check (ALLOWED_HOSTS, as CommonMiddleware's `get_host`), an exception answered as
+  Django answers it (`response_for_exception`: DisallowedHost is a 400, anything else handler500);
+- SecurityMiddleware (the production profile's HTTPS redirect and HSTS, nosniff, referrer and
+  opener policies), XFrameOptionsMiddleware and the content security policy, applied through the
+  middlewares' own methods, so an answer carries exactly the headers Django would add
+  (tests/commhub/test_lean_path.py compares them);
+- a sync view (DRF's) runs on the shared pool (hub_core.waiting.in_pool, which keeps connections
+  fresh, so the request signals have nothing to do), an async one (/mcp, the inbox's long-poll) on
+  the loop; a client that disconnects cancels it, as Django's handler does.
+
+Everything else (the dashboard, the admin, a REST call signed in by session) goes through Django.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.exception import response_for_exception
+from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.urls import resolve
+
+from hub_core.bearer import says_bearer
+from hub_core.headers import with_content_security_policy
+from hub_core.waiting import in_pool
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+API_PREFIX = "/api/v1/"
+
+
+def is_lean(scope: Scope) -> bool:
+    """/mcp, or a REST call that carries a bearer token."""
+    path = scope["path"]
+    if path in MCP_PATHS:
+        return True
+    return path.startswith(API_PREFIX) and any(
+        name.lower() == b"authorization" and says_bearer(value.decode("latin-1")) for name, value in scope["headers"]
+    )
+
+
+def _unused(request: Any) -> Any:
+    raise AssertionError("the middlewares' methods are called directly")
+
+
+async def lean_app(scope: Scope, receive: Receive, send: Send) -> None:
+    body = await _read_body(receive)
+    if body is None:
+        return  # the client left before its body was complete: nothing to answer
+    request = ASGIRequest(scope, io.BytesIO(body))
+    answer = asyncio.create_task(_serve(request, send))
+    gone = asyncio.create_task(_disconnected(receive))
+    await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (gone, answer):  # a disconnect cancels the answer (and a long-poll's wait)
+        if not task.done():
+            task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The body, cut one byte past the size limit (hub_core.body.read_body refuses it there)."""
+    cap = settings.COMMHUB_MAX_REQUEST_BYTES + 1
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        if size < cap:
+            chunks.append(chunk[: cap - size])
+        size += len(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _serve(request: ASGIRequest, send: Send) -> None:
+    security = SecurityMiddleware(_unused)  # reads its settings when made: cheap, and overrides hold
+    try:
+        request.get_host()  # refuses a Host outside ALLOWED_HOSTS, as CommonMiddleware would
+        response = security.process_request(request) or await _view_response(request)
+    except Exception as exc:
+        response = response_for_exception(request, exc)
+    response = XFrameOptionsMiddleware(_unused).process_response(request, security.process_response(request, response))
+    await _send(with_content_security_policy(response), send)
+
+
+async def _view_response(request: HttpRequest) -> HttpResponseBase:
+    """The URL's view's response, rendered (DRF's responses render late, as Django's handler does)."""
+    match = resolve(request.path_info)
+    request.resolver_match = match
+    if asyncio.iscoroutinefunction(match.func):
+        response = await match.func(request, *match.args, **match.kwargs)
+    else:
+        response = await in_pool(lambda: match.func(request, *match.args, **match.kwargs))
+    if callable(getattr(response, "render", None)):
+        response = response.render()  # DRF's JSON renderer: CPU only, no thread needed
+    return response
+
+
+async def _send(response: HttpResponseBase, send: Send) -> None:
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+    if not isinstance(response, StreamingHttpResponse):
+        body = response.content
+        if "Content-Length" not in response:
+            headers.append((b"content-length", str(len(body)).encode("ascii")))
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    async for chunk in response.streaming_content:  # a long-poll's progress events, then its answer
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})

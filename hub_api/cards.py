@@ -1,0 +1,238 @@
+"""A2A v1.0 agent cards: the hub's, each network's and each agent's, as JSON.
+
+- `GET /.well-known/agent-card.json`: the hub. Public: it names no network and no agent, only
+  what the hub is, where its endpoints are and how to authenticate. Its skills are the tools.
+- `GET /api/v1/networks/{network_id}/agent-card.json`: a network, its skills the union of what
+  its agents reported (report_status `skills`). Any token or login that may read the network.
+- `GET /api/v1/networks/{network_id}/agents/{alias}/agent-card.json`: one agent, from its session.
+
+A card is the spec's `AgentCard` in its proto JSON form (camelCase; tests parse each one strictly
+with a2a-sdk's types). The hub builds it as plain JSON: a2a-sdk is a test dependency only.
+
+CommHub speaks MCP and its own REST API, not A2A's operations (SendMessage, ...). So its interfaces
+are declared with custom protocol bindings, URIs naming what is spoken there, as the spec asks for
+bindings beyond its own three: never "JSONRPC" or "HTTP+JSON", which an A2A client would take for
+A2A endpoints and call in vain. In network and agent cards each interface carries the network as
+its `tenant`: the `network_id` argument every tool takes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from typing import Any
+
+from django.conf import settings
+from django.urls import path, reverse
+from django.utils.http import parse_etags
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hub_agents.results import Row
+from hub_agents.roster import Roster, network_roster
+from hub_api.auth import actor_of
+from hub_core import validate
+from hub_tasks.models import POOL
+from hub_tools.tools import TOOLS
+
+Card = dict[str, Any]
+
+A2A_VERSION = "1.0"  # the A2A protocol version these cards are written to
+# MCP's Streamable HTTP transport, as the version that introduced it defines it; the MCP handshake
+# negotiates which protocol version a client then speaks.
+MCP_BINDING = "https://modelcontextprotocol.io/specification/2025-03-26/basic/transports#streamable-http"
+BEARER = "bearer"  # the key of the one security scheme
+# Skills' ids are tags (hub_agents.limits.SKILL_PATTERN: no colon) or tool names: this one is neither.
+ANY_TASK = "commhub:tasks"
+# Cards name no secret, but network and agent cards are for members only: never kept by a cache.
+PRIVATE = {"Cache-Control": "no-store"}
+HUB_CARD_MAX_AGE = 300  # the hub's card changes only with a deployment
+
+
+# --- the cards -----------------------------------------------------------------------------------
+
+
+def hub_card(request: Request) -> Card:
+    return {
+        "name": "CommHub",
+        "description": (
+            "A hub for a fleet of AI coding agents: they report their status, send and take tasks and "
+            "messages, and report completions, over MCP (/mcp) or REST (/api/v1/), with a bearer token. "
+            "Each network has its own card at /api/v1/networks/{network_id}/agent-card.json, and each agent "
+            "at /api/v1/networks/{network_id}/agents/{alias}/agent-card.json (a token of that network)."
+        ),
+        **_common(request, tenant=None, security=_security("A CommHub token: ntok_… (network) or utok_… (user).")),
+        "defaultInputModes": ["application/json"],
+        "defaultOutputModes": ["application/json"],
+        "skills": [
+            {
+                "id": tool.name,
+                "name": tool.title,
+                "description": tool.description,
+                "tags": ["read" if tool.read_only else "write", *(["destructive"] if tool.destructive else [])],
+            }
+            for tool in TOOLS
+        ],
+    }
+
+
+def network_card(request: Request, roster: Roster) -> Card:
+    statuses = Counter(row["status"] for row in roster.sessions)
+    reported = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+    offering: dict[str, list[str]] = {}
+    for row in roster.sessions:
+        for tag in row["skills"]:
+            offering.setdefault(tag, []).append(f"{row['alias']} ({row['status']})")
+    skills = [
+        {"id": tag, "name": tag, "description": f"Offered by {', '.join(offering[tag])}.", "tags": [tag]}
+        for tag in sorted(offering)
+    ]
+    return {
+        "name": roster.name,
+        "description": (
+            f"The agents of CommHub network {roster.name} ({roster.network_id}). Send one a task by its "
+            f'alias (send_task), or send it to alias "{POOL}" with required_skills: any agent whose skills '
+            f"cover them may claim it. Agents: {len(roster.sessions)}" + (f" ({reported})." if reported else ".")
+        ),
+        **_common(request, tenant=roster.network_id, security=_member_security(roster)),
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": skills or [_any_task("No agent here has reported skills yet; each takes tasks sent to its alias.")],
+    }
+
+
+def agent_card(request: Request, roster: Roster) -> Card:
+    (row,) = roster.sessions
+    alias = row["alias"]
+    skills = [
+        {
+            "id": tag,
+            "name": tag,
+            "description": f'{alias} reported it can do this. Send it a task: send_task with alias "{alias}".',
+            "tags": [tag],
+        }
+        for tag in row["skills"]
+    ]
+    return {
+        "name": alias,
+        "description": _agent_description(row, roster),
+        **_common(request, tenant=roster.network_id, security=_member_security(roster)),
+        "version": row["version"] or "unreported",
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": skills or [_any_task(f"{alias} has reported no skills; it takes tasks sent to its alias.")],
+    }
+
+
+def _agent_description(row: Row, roster: Roster) -> str:
+    kind = f"A {row['agent']} agent" if row["agent"] else "An agent"
+    details = [f"model {row['model']}"] if row["model"] else []
+    details += [f"version {row['version']}"] if row["version"] else []
+    said = f" ({', '.join(details)})" if details else ""
+    return (
+        f"{kind}{said} in CommHub network {roster.name} ({roster.network_id}), as it last reported: "
+        f"{row['status']}, last seen {row['last_seen_at']}. Reach it through the hub: send_task or "
+        f'send_message with alias "{row["alias"]}".'
+    )
+
+
+def _any_task(description: str) -> Card:
+    return {"id": ANY_TASK, "name": "Tasks", "description": description, "tags": ["tasks"]}
+
+
+def _common(request: Request, *, tenant: str | None, security: Card) -> Card:
+    """What every card shares: where the hub is, how to authenticate, what it can do."""
+    schema = reverse("schema")
+    interfaces = [
+        {"url": request.build_absolute_uri(reverse("mcp")), "protocolBinding": MCP_BINDING},
+        # /api/v1/ (the schema is served at its root), whose binding is its own OpenAPI description.
+        {
+            "url": request.build_absolute_uri(schema.removesuffix("schema")),
+            "protocolBinding": request.build_absolute_uri(schema),
+        },
+    ]
+    return {
+        "supportedInterfaces": [
+            {**interface, **({"tenant": tenant} if tenant else {}), "protocolVersion": A2A_VERSION}
+            for interface in interfaces
+        ],
+        "version": settings.SPECTACULAR_SETTINGS["VERSION"],  # the API's version, as /api/v1/schema states it
+        "documentationUrl": request.build_absolute_uri(reverse("docs")),
+        # Streaming: SSE (an MCP long-poll's progress, /events/{alias}); the hub pushes to no client URL.
+        "capabilities": {"streaming": True, "pushNotifications": False},
+        **security,
+    }
+
+
+def _security(description: str) -> Card:
+    return {
+        "securitySchemes": {
+            BEARER: {
+                "httpAuthSecurityScheme": {
+                    "scheme": "Bearer",
+                    "bearerFormat": "ntok_… or utok_…",
+                    "description": description,
+                }
+            }
+        },
+        "securityRequirements": [{"schemes": {BEARER: {"list": []}}}],
+    }
+
+
+def _member_security(roster: Roster) -> Card:
+    return _security(
+        f"A CommHub token that may read network {roster.network_id}: its network token (ntok_…), or the "
+        "user token (utok_…) of one of its members."
+    )
+
+
+# --- the views -----------------------------------------------------------------------------------
+
+# Not in the OpenAPI description (/api/v1/schema): that describes the tools over REST, and a card's
+# shape is the A2A spec's, which clients read from it and not from us.
+
+
+class HubCardView(APIView):
+    authentication_classes = ()
+    permission_classes = (AllowAny,)
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        card = hub_card(request)
+        etag = f'W/"{hashlib.sha256(json.dumps(card, sort_keys=True).encode()).hexdigest()}"'
+        headers = {"ETag": etag, "Cache-Control": f"public, max-age={HUB_CARD_MAX_AGE}"}
+        asked = parse_etags(request.headers.get("If-None-Match", ""))
+        if "*" in asked or etag.removeprefix("W/") in {tag.removeprefix("W/") for tag in asked}:
+            return Response(status=304, headers=headers)
+        return Response(card, headers=headers)
+
+
+class NetworkCardView(APIView):
+    @extend_schema(exclude=True)
+    def get(self, request: Request, network_id: str) -> Response:
+        roster = network_roster(actor=actor_of(request), network_id=network_id)
+        return Response(network_card(request, roster), headers=PRIVATE)
+
+
+class AgentCardView(APIView):
+    @extend_schema(exclude=True)
+    def get(self, request: Request, network_id: str, alias: str) -> Response:
+        alias = validate.required_identifier("alias", alias)
+        roster = network_roster(actor=actor_of(request), network_id=network_id, alias=alias)
+        return Response(agent_card(request, roster), headers=PRIVATE)
+
+
+hub_card_view = HubCardView.as_view()
+
+urlpatterns = [
+    path("networks/<str:network_id>/agent-card.json", NetworkCardView.as_view(), name="network_agent_card"),
+    path(
+        "networks/<str:network_id>/agents/<str:alias>/agent-card.json",
+        AgentCardView.as_view(),
+        name="agent_agent_card",
+    ),
+]

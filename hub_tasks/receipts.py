@@ -1,0 +1,53 @@
+"""Delivery receipts: when an inbox message first reached its agent, and how; when a task was first read.
+
+Written by the transports' explicit step after a read, never by a selector: get_inbox (hub_tools'
+`marks_receipts`, after the read, in the same pool call) and the agent's SSE stream (hub_live.sse,
+for the events that name a message). Cheap on the hot path: one UPDATE for the messages, and one
+for their tasks (tasks first: the hub's lock order); both match only rows
+still unmarked, so a receipt is set once and never moved, whichever reader gets there first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from hub_tasks.models import DeliveredVia, InboxMessage, Task
+
+
+def receipts_mark(
+    *,
+    network_ids: Collection[str],
+    alias: str,
+    message_ids: Iterable[str],
+    task_ids: Iterable[str] = (),
+    via: DeliveredVia,
+    now: datetime | None = None,
+) -> int:
+    """Mark these messages of `alias` delivered to it now (those not marked yet), and the tasks of its
+    task messages among them first read; returns how many messages this call marked.
+
+    `task_ids`: the tasks of the task messages in `message_ids` (a notice or a chained reply about a
+    task is not its agent reading it); only those still unread are written.
+    """
+    message_ids, task_ids = list(message_ids), list(task_ids)
+    if not message_ids or not network_ids:
+        return 0
+    now = now or timezone.now()
+    # One transaction: one commit for both rows (on SQLite one write lock, one sync). Tasks before
+    # their inbox rows, the lock order of every write (a cancel locks its task, then withdraws its
+    # inbox row): the other order deadlocks against it. An unread task's first_read_at is set even
+    # if another reader marks the message first: both mean the agent has it.
+    with transaction.atomic():
+        if task_ids:
+            # first_read_at is in no trigger's column list (migrations 0003/0004): this fires none.
+            Task.objects.filter(network_id__in=list(network_ids), pk__in=task_ids, first_read_at__isnull=True).update(
+                first_read_at=now
+            )
+        marked = InboxMessage.objects.filter(
+            network_id__in=list(network_ids), to_alias=alias, pk__in=message_ids, delivered_to_agent_at__isnull=True
+        ).update(delivered_to_agent_at=now, delivered_via=via)
+    return marked

@@ -1,0 +1,29 @@
+"""The contract's 17 tools and the hub's own after them, as tests check a tools/list.
+
+The contract's names live once, in hub_tools.tools.CONTRACT_TOOLS; the hub's own tools are named
+here, each a decision of an issue, so that a tool nobody meant to publish fails the listing tests
+instead of slipping into every client's tools/list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hub_tools.tools import CONTRACT_TOOLS
+
+# Issue 17: skills and the open pool (hub_fleet.pool).
+POOL_TOOLS = ("find_agents", "list_open_tasks", "claim_task")
+# Issue 17: questions to a person (hub_tasks.questions).
+QUESTION_TOOLS = ("ask_operator", "answer_question", "list_questions")
+EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS)
+# The extensions that only read (readOnlyHint true); the others write.
+READ_ONLY_EXTENSIONS = frozenset({"find_agents", "list_open_tasks", "list_questions"})
+
+
+def assert_contract_first(names: Sequence[str]) -> None:
+    """The contract's 17 tools come first, unchanged and in its order; each tool after them is a
+    named extension, listed once."""
+    assert tuple(names[: len(CONTRACT_TOOLS)]) == CONTRACT_TOOLS, list(names)
+    extensions = list(names[len(CONTRACT_TOOLS) :])
+    assert set(extensions) <= set(EXTENSION_TOOLS), sorted(set(extensions) - set(EXTENSION_TOOLS))
+    assert len(set(extensions)) == len(extensions), extensions
