@@ -26,7 +26,13 @@ logger = logging.getLogger(__name__)
 @cache
 def storage() -> Storage:
     """The one store of every count (writes in hub_tools.ratelimit, failed logins here)."""
-    return storage_from_string(settings.COMMHUB_RATE_LIMIT_STORAGE)
+    uri = settings.COMMHUB_RATE_LIMIT_STORAGE
+    if uri.startswith("redis"):
+        # `limits` reads sys.modules["redis"].__version__ without importing: while another thread
+        # (the first writes of a new process arrive together) is still importing redis, it finds
+        # no version and refuses the store. An import statement waits for that import to finish.
+        import redis  # noqa: F401
+    return storage_from_string(uri)
 
 
 # Caches built from the settings by the layers above (the write limit), cleared with this module's own.
