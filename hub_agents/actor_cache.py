@@ -129,9 +129,9 @@ class _State:
         # Bumped whenever this process forgets: an entry counts only under the epoch it was read in,
         # so a read that raced a change (and would store what was true before it) is never used.
         self.epoch = 0
-        # network id -> its default lease in seconds (send_task's lease_seconds when it names none):
-        # a network setting every send reads, kept and forgotten with the actors.
-        self.leases: dict[str, int | None] = {}
+        # (network id, what) -> a network setting many calls read (its default lease, its approval
+        # rules), kept and forgotten with the actors: a change to one is a change of access.
+        self.memos: dict[tuple[str, str], Any] = {}
         self.seen: object = None  # the shared generation as last read
         self.usable = False  # whether it could be read last time
         self.checked_at = float("-inf")
@@ -140,7 +140,7 @@ class _State:
         with self.lock:
             self.epoch += 1
             self.entries.clear()
-            self.leases.clear()
+            self.memos.clear()
 
     def observe(self, generation: object) -> None:
         with self.lock:
@@ -151,7 +151,7 @@ class _State:
             self.seen, self.usable = generation, generation is not None
             self.epoch += 1
             self.entries.clear()
-            self.leases.clear()
+            self.memos.clear()
 
 
 _state = _State()
@@ -205,18 +205,29 @@ def put(digest: str, epoch: int | None, *, actor: Actor, token_id: int, last_use
         _state.entries[digest] = entry
 
 
-def network_default_lease(network_id: str) -> int | None:
-    """The network's default_lease_seconds, from memory while the access generation holds (a saved
-    network is a change of access), else from the database. Keeps a query off every send_task."""
+def network_memo(network_id: str, what: str, load: Callable[[], Any]) -> Any:
+    """A network setting many calls read (`what` names it), from memory while the access generation
+    holds, else `load()`ed from the database. Whoever changes such a setting calls access_changed()
+    (a saved Network does it by itself)."""
     epoch = current_epoch()
-    if epoch is not None and epoch == _state.epoch and network_id in _state.leases:
-        return _state.leases[network_id]
-    lease = Network.objects.filter(pk=network_id).values_list("default_lease_seconds", flat=True).first()
+    key = (network_id, what)
+    if epoch is not None and epoch == _state.epoch and key in _state.memos:
+        return _state.memos[key]
+    value = load()
     if epoch is not None:
         with _state.lock:
             if epoch == _state.epoch:  # else the process forgot while this was read
-                _state.leases[network_id] = lease
-    return lease
+                _state.memos[key] = value
+    return value
+
+
+def network_default_lease(network_id: str) -> int | None:
+    """The network's default_lease_seconds (keeps a query off every send_task)."""
+    return network_memo(
+        network_id,
+        "default_lease",
+        lambda: Network.objects.filter(pk=network_id).values_list("default_lease_seconds", flat=True).first(),
+    )
 
 
 # --- changes of access ---------------------------------------------------------------------------

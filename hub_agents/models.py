@@ -188,6 +188,11 @@ class AuditEntry(models.Model):
         TASK_REASSIGNED = "task.reassigned"
         BROADCAST_SENT = "broadcast.sent"
         QUESTION_ANSWERED = "question.answered"
+        APPROVAL_REQUESTED = "approval.requested"
+        APPROVAL_APPROVED = "approval.approved"
+        APPROVAL_REJECTED = "approval.rejected"
+        APPROVAL_EXPIRED = "approval.expired"
+        APPROVAL_RULE_CHANGED = "approval.rule_changed"
         LOGIN_LOCKED = "login.locked"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.

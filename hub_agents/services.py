@@ -188,17 +188,35 @@ def token_authenticate(*, raw: str) -> Actor:
             "unauthorized", "The bearer token is unknown or revoked; ask an operator for a token.", status=401
         )
     last_used_at = _record_use(token.pk, token.last_used_at, now)
+    actor = _token_actor(token)
+    actor_cache.put(digest, epoch, actor=actor, token_id=token.pk, last_used_at=last_used_at)
+    return actor
+
+
+def _token_actor(token: ApiToken) -> Actor:
     if token.kind == ApiToken.Kind.NETWORK:
-        actor = Actor(
+        return Actor(
             label=f"{token.prefix} ({token.name})" if token.name else token.prefix,
             key=f"token:{token.pk}",
             roles={token.network_id: token.role},
             network_bound=True,
         )
-    else:
-        actor = actor_for_user(token.user, key=f"token:{token.pk}")
-    actor_cache.put(digest, epoch, actor=actor, token_id=token.pk, last_used_at=last_used_at)
-    return actor
+    return actor_for_user(token.user, key=f"token:{token.pk}")
+
+
+def actor_for_key(key: str) -> Actor:
+    """The actor an Actor.key stands for now ("token:<id>" or "user:<id>"), to act for it later (an
+    approved call runs as its caller): refused once the token is revoked or the user deactivated."""
+    kind, _, pk = key.partition(":")
+    if kind == "token" and pk.isdigit():
+        token = ApiToken.objects.select_related("user").filter(pk=int(pk), revoked_at__isnull=True).first()
+        if token is not None and (token.user is None or token.user.is_active):
+            return _token_actor(token)
+    elif kind == "user" and pk.isdigit():
+        user = get_user_model().objects.filter(pk=int(pk), is_active=True).first()
+        if user is not None:
+            return actor_for_user(user)
+    raise HubError("unauthorized", "The caller's token was revoked or its user deactivated since.", status=401)
 
 
 def _record_use(token_id: int, last_used_at: datetime | None, now: datetime) -> datetime | None:

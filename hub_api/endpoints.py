@@ -46,6 +46,21 @@ ERRORS = {
 }
 
 
+HELD = "Held by one of the network's approval rules: the call runs once approved (list_approvals follows it)."
+HELD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean", "enum": [True]},
+        "pending_approval": {"type": "boolean", "enum": [True]},
+        "approval_id": {"type": "string"},
+        "approvals_required": {"type": "integer"},
+        "expires_at": {"type": "string", "format": "date-time"},
+        "message": {"type": "string"},
+    },
+    "required": ["ok", "pending_approval", "approval_id"],
+}
+
+
 @dataclass(frozen=True)
 class Operation:
     method: str  # "get" or "post"
@@ -93,6 +108,8 @@ def _handler(operation: Operation):
             if name in given:
                 raise invalid_argument(name, "is given in the URL path; leave it out of the query and body")
         outcome = tool.run(actor_of(request), {**given, **path})
+        if outcome.get("pending_approval"):
+            return Response(outcome, status=202)  # held by an approval rule: runs once approved
         created = operation.created and not outcome.get("duplicate")
         return Response(outcome, status=201 if created else 200)
 
@@ -162,6 +179,8 @@ def _described(handle: Any, operation: Operation, path_params: tuple[str, ...], 
     responses: dict[int, Any] = {201 if operation.created else 200: success}
     if operation.created:
         responses[200] = OpenApiResponse(response=_openapi(tool.output), description="An idempotent repeat.")
+    if tool.gateable:
+        responses[202] = OpenApiResponse(response=HELD_SCHEMA, description=HELD)
     responses |= {status: OpenApiResponse(response=ERROR_SCHEMA, description=text) for status, text in ERRORS.items()}
     named = "".join(f" ({name} {value!r})" for name, value in fixed.items())
     return extend_schema(

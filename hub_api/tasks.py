@@ -1,4 +1,4 @@
-"""REST endpoints for tasks, the open pool, messages and completions, each running one tool (the contract's or
+"""REST endpoints for tasks, the open pool, questions, approvals, messages and completions, each running one tool (the contract's or
 the hub's own)."""
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ urlpatterns = [
     route("tasks/<str:task_id>/questions", Operation("post", "ask_operator", created=True), tag="questions"),
     route("questions", Operation("get", "list_questions"), tag="questions"),
     route("questions/<str:question_id>/answer", Operation("post", "answer_question"), tag="questions"),
+    # Beyond the contract: approvals (hub_tools.approvals). A held write answers 202 Accepted.
+    route("approvals", Operation("get", "list_approvals"), tag="approvals"),
+    route("approvals/<str:approval_id>/decide", Operation("post", "decide_approval"), tag="approvals"),
     route("messages", Operation("post", "send_message", created=True), tag="messages"),
     route("replies", Operation("post", "send_reply", created=True), tag="messages"),
     route("broadcasts", Operation("post", "broadcast", created=True), tag="messages"),

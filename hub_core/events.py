@@ -47,6 +47,8 @@ class EventType(StrEnum):
     NEW_OPEN_TASK = "new_open_task"
     QUESTION_ASKED = "question_asked"
     QUESTION_ANSWERED = "question_answered"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL_UPDATED = "approval_updated"
 
 
 # Each event type's payload keys, exactly: a consumer can rely on every one being present.
@@ -73,6 +75,11 @@ EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
     # answer itself reaches the agent as a new_reply).
     EventType.QUESTION_ASKED: frozenset({"question_id", "task_id", "asked_by", "question", "options"}),
     EventType.QUESTION_ANSWERED: frozenset({"question_id", "task_id", "asked_by", "answered_by"}),
+    # To the operators (and the caller's alias): a call is held for approval; then how it ended
+    # (status: pending after a yes that did not complete the tier, else approved, failed, rejected or
+    # expired; approvals: the yes votes so far).
+    EventType.APPROVAL_REQUESTED: frozenset({"approval_id", "tool", "summary", "requested_by", "approvals_required"}),
+    EventType.APPROVAL_UPDATED: frozenset({"approval_id", "tool", "status", "approvals", "decided_by", "reason"}),
     EventType.LEASE_LOST: frozenset(
         {"task_id", "to_name", "from_name", "lease_seconds", "outcome", "retry_at", "message_id"}
     ),

@@ -21,6 +21,7 @@ from hub_tasks.results import (
     TaskReassigned,
     TaskSent,
 )
+from hub_tools.approvals import Held
 
 Fields = dict[str, Any]
 
@@ -110,3 +111,23 @@ def task_claimed(claimed: TaskClaimed) -> Fields:
 
 def questions(rows: list[Row]) -> Fields:
     return {"questions": rows}
+
+
+def held(call: Held) -> Fields:
+    """A call an approval rule holds: it runs once approved (list_approvals follows it)."""
+    return {
+        "pending_approval": True,
+        "approval_id": call.approval_id,
+        "approvals_required": call.approvals_required,
+        "expires_at": call.expires_at,
+        "message": (
+            f"Held for approval by the rule {call.rule!r}: it runs once {call.approvals_required} approver"
+            f"{'s' if call.approvals_required > 1 else ''} say yes. Follow it with list_approvals(approval_id="
+            f"{call.approval_id!r})"
+            + (f"; {call.notify_alias} is told the outcome in its inbox." if call.notify_alias else ".")
+        ),
+    }
+
+
+def approvals(rows: list[Row]) -> Fields:
+    return {"approvals": rows}

@@ -65,9 +65,12 @@ from hub_tasks.services import (
 )
 from hub_tools import params as P
 from hub_tools import results as R
+from hub_tools.approvals import Held, approval_decide, approval_gate, approvals_expire_due
+from hub_tools.models import GATEABLE_TOOLS, ApprovalStatus, ApprovalVote
 from hub_tools.params import Param
 from hub_tools.ratelimit import write_rate_check
 from hub_tools.schema import Schema, counts, nullable, result, rows
+from hub_tools.selectors import approval_rows
 
 # Versions before 2025-06-18 know neither tool titles nor output schemas.
 _TITLES_SINCE = "2025-06-18"
@@ -103,6 +106,13 @@ class Tool:
     # get_inbox's messages reached the agent: after the read, mark their delivery receipts (a write the
     # read-only selector must not do), in the same call.
     marks_receipts: bool = False
+    # Reads of approvals first expire those nobody decided in time (their callers are told).
+    settles_approvals: bool = False
+
+    @property
+    def gateable(self) -> bool:
+        """Whether a network's approval rules may hold this tool's calls (hub_tools.approvals)."""
+        return self.name in GATEABLE_TOOLS
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -132,8 +142,10 @@ class Tool:
             definition["outputSchema"] = self.output
         return definition
 
-    def execute(self, actor: Actor, arguments: dict[str, Any]) -> Any:
-        """The service's answer; HubError for a refusal, unknown, missing and invalid arguments included."""
+    def execute(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> Any:
+        """The service's answer, or Held when an approval rule holds the call; HubError for a refusal,
+        unknown, missing and invalid arguments included. `approved`: a held call running now, as its
+        caller (counted against the write limit and checked by the rules when it was made)."""
         unknown = sorted(set(arguments) - set(self.params))
         if unknown:
             raise invalid_argument(
@@ -142,12 +154,18 @@ class Tool:
         missing = [name for name in self.required if name not in arguments]
         if missing:
             raise invalid_argument(", ".join(missing), "is required")
-        if not self.read_only:
+        if not self.read_only and not approved:
             write_rate_check(actor)
         if self.guard is not None:
             self.guard(actor)
         # Every argument, given or not (a left-out one parses as null: its default).
         parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items()}
+        if self.gateable and not approved:
+            held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
+            if held is not None:
+                return held
+        if self.settles_approvals:
+            approvals_expire_due(network_ids=actor.readable_networks())
         if self.settles_deadlines:
             tasks_expire_due(network_ids=actor.readable_networks())
         if self.renews_leases:
@@ -160,9 +178,12 @@ class Tool:
             _receipts_mark(actor, parsed["alias"], answer)
         return answer
 
-    def run(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
+    def run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> dict[str, Any]:
         """The contract's result object; HubError for a refusal."""
-        return {"ok": True, **self.render(self.execute(actor, arguments))}
+        answer = self.execute(actor, arguments, approved=approved)
+        if isinstance(answer, Held):
+            return {"ok": True, **R.held(answer)}
+        return {"ok": True, **self.render(answer)}
 
     def call(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
         """The result object either way: a refusal becomes `{"ok": false, ...}` for the model to read."""
@@ -827,7 +848,69 @@ def _build() -> list[Tool]:
             output=result(questions=rows("Unanswered first, oldest first; then answered, newest first.")),
             read_only=True,
         ),
+        # Beyond the contract: approvals (hub_tools.approvals). A network's rules may hold calls of
+        # send_task, send_message, broadcast, retry_task, cancel_task and reassign_task: such a call
+        # answers {"ok": true, "pending_approval": true, "approval_id": ...} and runs once approved.
+        Tool(
+            name="list_approvals",
+            title="List approvals",
+            description=(
+                "Calls held for approval by the network's rules: pending ones first (oldest first), then the "
+                "decided, newest first; each with the tool and its arguments, who asked, the votes so far and, "
+                "once it ran, its result. A caller follows its own held call here by approval_id."
+            ),
+            params={
+                "status": P.choice("Only approvals in this state.", ApprovalStatus.values),
+                "approval_id": P.identifier("Only this approval."),
+                "network_id": NETWORK_ID,
+                "limit": P.whole(
+                    "At most this many.",
+                    low=1,
+                    high=limits.QUESTIONS_LIMIT_MAX,
+                    default=limits.QUESTIONS_LIMIT_DEFAULT,
+                ),
+            },
+            service=approval_rows,
+            render=R.approvals,
+            settles_approvals=True,
+            output=result(approvals=rows("Pending first, oldest first; then decided, newest first.")),
+            read_only=True,
+        ),
+        Tool(
+            name="decide_approval",
+            title="Approve or reject a held call",
+            description=(
+                "Approve or reject a call held for approval (network owners and admins, not its own caller; "
+                "each approver once). A rejection ends it; the approval that completes its tier (one or two "
+                "approvers) runs the call once, as its caller, and returns its result. The caller's alias is "
+                "told the outcome in its inbox."
+            ),
+            params={
+                "approval_id": P.identifier("The approval's id (approval_id).", required=True),
+                "decision": P.choice("approve or reject.", ApprovalVote.Decision.values, required=True),
+                "note": P.text("Why: shown to the caller with a rejection, kept with the vote.", limits.ANSWER_MAX),
+            },
+            service=_approval_decide,
+            render=R.as_fields,
+            output=result(
+                approval_id={"type": "string"},
+                status={"type": "string", "enum": ApprovalStatus.values},
+                approvals={"type": "integer", "description": "yes votes so far"},
+                approvals_required={"type": "integer"},
+                result={**nullable("object"), "description": "the held call's result object, once it ran"},
+                reason={"type": "string"},
+            ),
+        ),
     ]
+
+
+def _approval_decide(*, actor: Actor, approval_id: str, decision: str, note: str | None) -> Any:
+    return approval_decide(actor=actor, approval_id=approval_id, decision=decision, note=note, run=_run_held)
+
+
+def _run_held(caller: Actor, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An approved call, run through the same door as every call, as its caller."""
+    return TOOLS_BY_NAME[tool].run(caller, arguments, approved=True)
 
 
 TOOLS: list[Tool] = []

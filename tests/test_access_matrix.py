@@ -42,6 +42,7 @@ from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_events.models import Event
 from hub_tasks.models import Completion, InboxMessage, Question, Task, TaskEvent
+from hub_tools.models import Approval, ApprovalRule, ApprovalVote
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
 from tests.helpers.calls import (
     completion_report,
@@ -64,8 +65,10 @@ VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 
 READ_TOOLS = {
     "get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task",
-    "find_agents", "list_open_tasks", "list_questions",
+    "find_agents", "list_open_tasks", "list_questions", "list_approvals",
 }  # fmt: skip
+# Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
+ADMIN_TOOLS = {"decide_approval"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
 
 # Each tool's REST endpoint: method and path; {name} segments are taken out of the arguments.
@@ -95,6 +98,9 @@ ROUTES: dict[str, tuple[str, str]] = {
     "ask_operator": ("post", "tasks/{task_id}/questions"),
     "list_questions": ("get", "questions"),
     "answer_question": ("post", "questions/{question_id}/answer"),
+    # Beyond the contract: approvals.
+    "list_approvals": ("get", "approvals"),
+    "decide_approval": ("post", "approvals/{approval_id}/decide"),
 }
 
 # How each refusal reads: (REST status, the MCP result's `error` wording).
@@ -103,6 +109,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "message_not_found": (404, "message not found or not yours"),
     "parent_task_not_found": (404, "parent task not found"),
     "question_not_found": (404, "question_not_found"),
+    "approval_not_found": (404, "approval_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
 }
@@ -124,12 +131,16 @@ class World:
     a_open: str  # an open task in A's pool that a-coder's skills cover
     a_held: str  # an open task a-coder claimed: acked, its lease running (any call of a-coder's renews it)
     a_question: str  # a-coder's unanswered question about a_live
+    a_admin: str  # raw token of an admin of A (who may decide A's approvals)
+    a_approval: str  # a message to a-gated, held by A's rule
     b_live: str  # delivered to b-coder and pending: any write aimed at it would change it
     b_cancelled: str  # retryable
     b_done: str  # replied, with a completion
     b_message: str  # a plain message to b-coder
     b_open: str  # an open task in B's pool, which b-coder (and a-coder, had it reported in B) could claim
     b_question: str  # b-coder's unanswered question about b_live
+    b_admin: str
+    b_approval: str  # a message to b-gated, held by B's rule
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -153,6 +164,7 @@ class World:
             *InboxMessage.objects.filter(network=self.b).values_list("pk", flat=True),
             *Completion.objects.filter(network=self.b).values_list("pk", flat=True),
             *Question.objects.filter(network=self.b).values_list("pk", flat=True),
+            *Approval.objects.filter(network=self.b).values_list("pk", flat=True),
             *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
         ]
         return [secret for secret in [SECRET, *ids] if secret not in echoed]
@@ -181,6 +193,8 @@ def build_world() -> World:
     )  # fmt: skip
     task_claim(actor=a_agent, task_id=a_held, alias="a-coder")
     a_question = question_ask(actor=a_agent, task_id=a_live, question="A: which way?")["question_id"]
+    ApprovalRule.objects.create(network=a, name="A gate", tool="send_message", target_alias="a-gated")
+    a_approval = message_send(actor=a_agent, alias="a-gated", message="A gated message")["approval_id"]
     completion_report(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
 
     for alias in ("b-coder", "b-lead", "report"):
@@ -210,6 +224,8 @@ def build_world() -> World:
         actor=b_agent, alias="pool", task=f"{SECRET} open task", from_session="b-lead", required_skills=["python"]
     )["task_id"]
     b_question = question_ask(actor=b_agent, task_id=b_live, question=f"{SECRET} question", options=["yes", "no"])
+    ApprovalRule.objects.create(network=b, name=f"{SECRET} gate", tool="send_message", target_alias="b-gated")
+    b_approval = message_send(actor=b_agent, alias="b-gated", message=f"{SECRET} gated message")["approval_id"]
 
     users = {}
     roles_of = {
@@ -234,12 +250,16 @@ def build_world() -> World:
         a_open=a_open,
         a_held=a_held,
         a_question=a_question,
+        a_admin=token_create(network=a, role="admin", name="a-admin")[1],
+        a_approval=a_approval,
         b_live=b_live,
         b_cancelled=b_cancelled["task_id"],
         b_done=b_done["task_id"],
         b_message=b_message["message_id"],
         b_open=b_open,
         b_question=b_question["question_id"],
+        b_admin=token_create(network=b, role="admin", name="b-admin")[1],
+        b_approval=b_approval,
         users=users,
     )
 
@@ -252,6 +272,9 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "inbox": (InboxMessage, "network_id"),
     "completions": (Completion, "network_id"),
     "questions": (Question, "network_id"),
+    "approval_rules": (ApprovalRule, "network_id"),
+    "approvals": (Approval, "network_id"),
+    "approval_votes": (ApprovalVote, "approval__network_id"),
     "events": (Event, "network_id"),
     "audit": (AuditEntry, "network_id"),
 }
@@ -450,6 +473,15 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
         {"question_id": "@b_question", "answer": "intrusion"},
         "question_not_found",
     ),
+    # approvals: B holds a message for approval
+    "list_approvals": ("list_approvals", {}, None),
+    "list_approvals-b_approval": ("list_approvals", {"approval_id": "@b_approval"}, None),
+    "list_approvals-network_b": ("list_approvals", {"network_id": "@b"}, "permission_denied"),
+    "decide_approval-b_approval": (
+        "decide_approval",
+        {"approval_id": "@b_approval", "decision": "approve"},
+        "approval_not_found",
+    ),
 }
 
 
@@ -501,6 +533,11 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         if arguments.get("task_id"):
             questions = questions.filter(task_id=arguments["task_id"])
         assert {row["question_id"] for row in body["questions"]} == set(questions.values_list("pk", flat=True))
+    elif tool == "list_approvals":
+        approvals = Approval.objects.filter(network_id=a)
+        if arguments.get("approval_id"):
+            approvals = approvals.filter(pk=arguments["approval_id"])
+        assert {row["approval_id"] for row in body["approvals"]} == set(approvals.values_list("pk", flat=True))
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -526,7 +563,8 @@ def check_cross_control(client: Client, world: World, transport: str, case_id: s
     arguments = world.value(template)
     b_before = fingerprint(world.b.pk)
 
-    body = assert_answered(invoke(client, transport, world.b_member, tool, arguments))
+    caller = world.b_admin if tool in ADMIN_TOOLS else world.b_member
+    body = assert_answered(invoke(client, transport, caller, tool, arguments))
 
     if tool in READ_TOOLS:
         assert leaked(world, body, arguments), body
@@ -576,6 +614,7 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "claim_task": {"task_id": "@a_open", "alias": "a-coder"},
     "ask_operator": {"task_id": "@a_live", "question": "from a viewer?"},
     "answer_question": {"question_id": "@a_question", "answer": "from a viewer"},
+    "decide_approval": {"approval_id": "@a_approval", "decision": "approve"},
 }
 VIEWER_READS: dict[str, dict[str, Any]] = {
     "get_all_status": {},
@@ -587,6 +626,7 @@ VIEWER_READS: dict[str, dict[str, Any]] = {
     "find_agents": {"skill": "python"},
     "list_open_tasks": {"alias": "a-coder"},
     "list_questions": {},
+    "list_approvals": {},
 }
 VIEWERS = {
     "viewer_token": "a_viewer",  # a network token with the viewer role
@@ -617,7 +657,7 @@ def check_viewer_read(client: Client, world: World, transport: str, tool: str) -
     body = assert_answered(invoke(client, transport, world.a_viewer, tool, world.value(VIEWER_READS[tool])))
     assert set(network_ids_in(body)) <= {world.a.pk}
     # A's data, for a viewer too
-    assert any(mark in json.dumps(body) for mark in ("a-coder", world.a_live, world.a_open)), body
+    assert any(mark in json.dumps(body) for mark in ("a-coder", world.a_live, world.a_open, world.a_approval)), body
 
 
 # The dashboard's forms: (path, form)
@@ -866,7 +906,8 @@ class TestInRolledBackTransactions:
     ) -> None:
         before = fingerprint(world.a.pk)
 
-        assert_answered(invoke(client, "rest", world.a_member, tool, viewer_arguments(world, tool, "viewer_token")))
+        caller = world.a_admin if tool in ADMIN_TOOLS else world.a_member
+        assert_answered(invoke(client, "rest", caller, tool, viewer_arguments(world, tool, "viewer_token")))
 
         assert fingerprint(world.a.pk) != before
 

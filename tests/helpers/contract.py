@@ -15,9 +15,11 @@ from hub_tools.tools import CONTRACT_TOOLS
 POOL_TOOLS = ("find_agents", "list_open_tasks", "claim_task")
 # Issue 17: questions to a person (hub_tasks.questions).
 QUESTION_TOOLS = ("ask_operator", "answer_question", "list_questions")
-EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS)
+# Issue 17: approvals (hub_tools.approvals).
+APPROVAL_TOOLS = ("list_approvals", "decide_approval")
+EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS)
 # The extensions that only read (readOnlyHint true); the others write.
-READ_ONLY_EXTENSIONS = frozenset({"find_agents", "list_open_tasks", "list_questions"})
+READ_ONLY_EXTENSIONS = frozenset({"find_agents", "list_open_tasks", "list_questions", "list_approvals"})
 
 
 def assert_contract_first(names: Sequence[str]) -> None:

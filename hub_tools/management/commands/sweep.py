@@ -1,9 +1,11 @@
-"""`manage.py sweep`: settle every network's due tasks (deadlines, lapsed leases, retries) now and then.
+"""`manage.py sweep`: settle every network's due tasks (deadlines, lapsed leases, retries) and expire
+the approvals nobody decided in time, now and then.
 
 Reads already settle what they show (hub_tasks.lifecycle.tasks_expire_due), so nothing needs this to
 be correct; it makes things happen on time when nobody reads: a sender hears of a lost lease, a
-held retry reaches its agent's inbox. Any number of sweepers may run beside the hub and each other:
-each task is settled once, under its row lock. Runs nowhere by default.
+held retry reaches its agent's inbox, a caller hears that its held call expired. Any number of
+sweepers may run beside the hub and each other: each task is settled, and each approval expired,
+once, under its row lock. Runs nowhere by default.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from hub_agents.models import Network
 from hub_tasks.lifecycle import tasks_expire_due
+from hub_tools.approvals import approvals_expire_due
 
 
 class Command(BaseCommand):
@@ -32,9 +35,11 @@ class Command(BaseCommand):
             raise SystemExit(2)
         while True:
             # Cheap when nothing is due: one read of each network's earliest due time.
-            settled = tasks_expire_due(network_ids=Network.objects.values_list("pk", flat=True))
-            if settled and options["verbosity"] >= 1:
-                self.stdout.write(f"settled {settled} tasks")
+            networks = list(Network.objects.values_list("pk", flat=True))
+            settled = tasks_expire_due(network_ids=networks)
+            expired = approvals_expire_due(network_ids=networks)
+            if (settled or expired) and options["verbosity"] >= 1:
+                self.stdout.write(f"settled {settled} tasks, expired {expired} approvals")
             if once:
                 return
             time.sleep(interval)
