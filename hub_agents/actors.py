@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from hub_agents.models import ADMIN_ROLES, WRITE_ROLES
 from hub_core.errors import HubError, permission_denied
 
+# How an operator's dashboard writes name their sender (from_session): "dashboard:<username>".
+DASHBOARD_SENDER = "dashboard:"
+
 
 @dataclass(frozen=True)
 class Actor:

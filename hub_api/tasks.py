@@ -1,5 +1,5 @@
-"""REST endpoints for tasks, the open pool, questions, approvals, messages and completions, each running one tool (the contract's or
-the hub's own)."""
+"""REST endpoints for tasks, the open pool, questions, approvals, messages and completions, each
+running one tool (the contract's or the hub's own)."""
 
 from __future__ import annotations
 

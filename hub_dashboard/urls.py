@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from hub_dashboard import views
+from hub_dashboard import approvals, views
 from hub_dashboard.forms import LoginForm
 
 app_name = "dashboard"
@@ -27,5 +27,10 @@ urlpatterns = [
     path("completions/", gzip_page(views.completions_page), name="completions"),
     path("questions/", gzip_page(views.questions_page), name="questions"),
     path("questions/<str:question_id>/answer/", views.question_answer_action, name="question_answer"),
+    path("approvals/", gzip_page(approvals.approvals_page), name="approvals"),
+    path("approvals/rules/new/", gzip_page(approvals.approval_rule_page), name="approval_rule_new"),
+    path("approvals/rules/<int:rule_id>/", gzip_page(approvals.approval_rule_page), name="approval_rule"),
+    path("approvals/rules/<int:rule_id>/delete/", approvals.approval_rule_delete_action, name="approval_rule_delete"),
+    path("approvals/<str:approval_id>/decide/", approvals.approval_decide_action, name="approval_decide"),
     path("audit/", gzip_page(views.audit_page), name="audit"),
 ]

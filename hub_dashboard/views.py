@@ -14,11 +14,12 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from hub_agents import limits as agent_limits
-from hub_agents.actors import Actor
+from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.models import Network, SessionStatus
 from hub_agents.selectors import audit_list, session_aliases
 from hub_agents.services import actor_for_user, network_default_for
@@ -41,6 +42,8 @@ from hub_tasks.selectors import (
     task_family,
     task_page,
 )
+from hub_tools.approvals import Held
+from hub_tools.selectors import approvals_waiting
 from hub_tools.tools import invoke
 
 TASKS_PER_PAGE = 50
@@ -48,7 +51,7 @@ POOL_SHOWN = 20  # open tasks in the fleet page's pool column
 QUESTIONS_SHOWN = 100  # on the questions page: every unanswered one first
 AUDIT_PER_PAGE = 100
 FRAGMENTS = frozenset(
-    {"fleet", "pool", "tasks", "task", "completions", "questions", "questions_count"}
+    {"fleet", "pool", "tasks", "task", "completions", "questions", "questions_count", "approvals", "approvals_count"}
 )  # the pages' live regions
 # The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first, stalest first,
 # longest-running first: the order that finds a stuck agent at the top.
@@ -94,11 +97,13 @@ class Desk:
             "live_after": f"{self.network_id}:{self.position}" if self.position is not None else "",
             # The nav's count of questions agents wait on a person for.
             "questions_waiting": questions_waiting(network_id=self.network_id) if self.network_id else 0,
+            # And of calls an approval rule holds for an owner's or admin's yes.
+            "approvals_waiting": approvals_waiting(network_id=self.network_id) if self.network_id else 0,
             **extra,
         }
 
 
-def _page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+def live_page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     """A page with live regions. ?fragment=<name> renders only that region, for the page script
     to swap in; with &only=<key> just that region's summary and the key's cards or rows."""
     fragment = request.GET.get("fragment")
@@ -142,7 +147,7 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     else:
         sort = ""
     counts = {row["status"]: row["count"] for row in listed["summary"]}
-    return _page(
+    return live_page(
         request,
         "dashboard/fleet.html",
         desk.context(
@@ -188,7 +193,7 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
     counts = {row["status"]: row["count"] for row in stats}
     shown = {**filters, "sort": sort, "dead_letter": "1" if dead_letter else ""}
     query = urlencode({key: value for key, value in shown.items() if value})
-    return _page(
+    return live_page(
         request,
         "dashboard/tasks.html",
         desk.context(
@@ -217,7 +222,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     task = Task(status=family["task"]["status"])
     may_write = desk.actor.can_write(family["task"]["network_id"])
     actions = {move: may_write and task.can(move) for move in (Move.RETRY, Move.CANCEL, Move.REASSIGN)}
-    return _page(
+    return live_page(
         request,
         "dashboard/task.html",
         desk.context(
@@ -242,7 +247,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 @require_POST
 def task_action(request: HttpRequest, task_id: str, action: str) -> HttpResponse:
     desk = Desk(request)
-    sender = f"dashboard:{request.user.get_username()}"
+    sender = DASHBOARD_SENDER + request.user.get_username()
     # Writes go through the tool registry, as MCP's and REST's do: the same checks and write limit.
     operations = {
         "retry": ("retry_task", {}),
@@ -258,8 +263,25 @@ def task_action(request: HttpRequest, task_id: str, action: str) -> HttpResponse
     except HubError as refusal:
         messages.error(request, refusal_for_operator(refusal).text)
     else:
-        messages.success(request, _done(action, done))
+        if isinstance(done, Held):
+            held_notice(request, done)
+        else:
+            messages.success(request, _done(action, done))
     return redirect("dashboard:task", task_id=task_id)
+
+
+def held_notice(request: HttpRequest, held: Held) -> None:
+    """A write an approval rule held: nothing ran yet; say so, and where it is decided."""
+    approvers = "one approver says" if held.approvals_required == 1 else f"{held.approvals_required} approvers say"
+    messages.info(
+        request,
+        format_html(
+            'Held for approval ({}): it runs once {} yes. See <a href="{}">Approvals</a>.',
+            held.approval_id,
+            approvers,
+            reverse("dashboard:approvals"),
+        ),
+    )
 
 
 def _timeline(events: list[dict[str, Any]], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -294,7 +316,7 @@ def questions_page(request: HttpRequest) -> HttpResponse:
     texts = dict(Task.objects.filter(pk__in={row["task_id"] for row in rows}).values_list("pk", "content"))
     for row in rows:
         row["task_content"] = texts.get(row["task_id"], "")
-    return _page(request, "dashboard/questions.html", desk.context(questions=rows, section="questions"))
+    return live_page(request, "dashboard/questions.html", desk.context(questions=rows, section="questions"))
 
 
 @login_required
@@ -333,12 +355,15 @@ def dispatch_page(request: HttpRequest) -> HttpResponse:
                     "context": form["context"] or None,
                     "ttl_seconds": _whole_or_text(form["ttl_seconds"]),
                     "parent_task_id": form["parent_task_id"] or None,
-                    "from_session": f"dashboard:{request.user.get_username()}",
+                    "from_session": DASHBOARD_SENDER + request.user.get_username(),
                 },
             )
         except HubError as refusal:
             error = refusal_for_operator(refusal)
         else:
+            if isinstance(sent, Held):
+                held_notice(request, sent)
+                return redirect("dashboard:approvals")
             if sent.delivery.warning:
                 messages.warning(request, sent.delivery.warning)
             return redirect(reverse("dashboard:task", kwargs={"task_id": sent.task_id}) + "?sent=1")
@@ -373,9 +398,13 @@ def broadcast_action(request: HttpRequest) -> HttpResponse:
                 "filter_status": request.POST.get("filter_status") or None,
             },
         )
-        messages.success(request, f"Broadcast to {len(sent)} agents.")
     except HubError as refusal:
         messages.error(request, refusal_for_operator(refusal).text)
+    else:
+        if isinstance(sent, Held):
+            held_notice(request, sent)
+        else:
+            messages.success(request, f"Broadcast to {len(sent)} agents.")
     return redirect(reverse("dashboard:dispatch") + "#broadcast")
 
 
@@ -386,7 +415,7 @@ def completions_page(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/no_network.html", desk.context())
     rows = completion_feed(actor=desk.actor, network_id=desk.network_id, limit=100)
     hours = completion_hours(actor=desk.actor, network_id=desk.network_id)
-    return _page(
+    return live_page(
         request,
         "dashboard/completions.html",
         desk.context(completions=rows, chart=bar_chart(hours), section="completions"),

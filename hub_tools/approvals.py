@@ -25,7 +25,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from hub_agents.actor_cache import access_changed, network_memo
-from hub_agents.actors import Actor
+from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
 from hub_agents.services import actor_for_key
@@ -176,10 +176,10 @@ def _hold(
         rule_name=rule.name,
         tool=tool,
         arguments=arguments,
-        summary=summary_of(tool, parsed),
+        summary=summary_of(tool, arguments),
         requester_key=actor.key,
         requester_label=actor.label,
-        notify_alias=from_session if from_session and from_session != HUB else "",
+        notify_alias=from_session if _tellable(from_session) else "",
         approvals_required=rule.tier,
         created_at=now,
         expires_at=now + timedelta(seconds=rule.timeout_seconds),
@@ -210,8 +210,14 @@ def _hold(
     return Held(held.id, held.approvals_required, timestamp(held.expires_at), rule.name, held.notify_alias)
 
 
+def _tellable(from_session: str | None) -> bool:
+    """Whether the caller's from_session is an alias to tell the outcome: not the hub's own name, nor
+    an operator at the dashboard (whose Approvals page shows the outcome; no one reads that inbox)."""
+    return bool(from_session) and from_session != HUB and not from_session.startswith(DASHBOARD_SENDER)
+
+
 def summary_of(tool: str, arguments: dict[str, Any]) -> str:
-    """The held call in one line, for approvers: the tool and what it was given."""
+    """The held call in one line, for approvers: the tool and the arguments it was given."""
     given = ", ".join(
         f"{name}={value!r}"
         for name, value in arguments.items()

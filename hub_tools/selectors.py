@@ -10,7 +10,7 @@ from django.utils import timezone
 from hub_agents.actors import Actor
 from hub_core.formats import timestamp
 from hub_tasks import limits
-from hub_tools.models import Approval, ApprovalStatus, ApprovalVote
+from hub_tools.models import Approval, ApprovalRule, ApprovalStatus, ApprovalVote
 
 
 def approval_rows(
@@ -61,6 +61,13 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "expires_at": timestamp(approval.expires_at),
         "decided_at": timestamp(approval.decided_at),
     }
+
+
+def approval_rules(*, actor: Actor, network_id: str) -> list[ApprovalRule]:
+    """The network's approval rules, by name, with their tokens (the dashboard's rules table)."""
+    rules = ApprovalRule.objects.filter(network_id__in=actor.readable_networks(network_id))
+    rules = rules.select_related("sender_token").prefetch_related("trusted_tokens")
+    return list(rules.order_by("name", "pk"))
 
 
 def approvals_waiting(*, network_id: str) -> int:

@@ -237,6 +237,10 @@ def _build() -> list[Tool]:
     SCORE = P.number(f"Self-assessed quality, 0 to {agent_limits.SCORE_MAX}.", low=0, high=agent_limits.SCORE_MAX)
     SESSION_STATUS = P.choice(f"Filter by status; offline means no heartbeat for {offline}.", SessionStatus.values)
     SERVER_FILTER = P.identifier("Only sessions that reported this `server`.")
+    # The limit of the short lists a person works through (questions, approvals).
+    AT_MOST = P.whole(
+        "At most this many.", low=1, high=limits.QUESTIONS_LIMIT_MAX, default=limits.QUESTIONS_LIMIT_DEFAULT
+    )
 
     def skills(description: str) -> Param:
         return P.tags(
@@ -836,12 +840,7 @@ def _build() -> list[Tool]:
                 "task_id": P.identifier("Only this task's questions."),
                 "unanswered": P.flag("Only questions still waiting for an answer."),
                 "network_id": NETWORK_ID,
-                "limit": P.whole(
-                    "At most this many.",
-                    low=1,
-                    high=limits.QUESTIONS_LIMIT_MAX,
-                    default=limits.QUESTIONS_LIMIT_DEFAULT,
-                ),
+                "limit": AT_MOST,
             },
             service=question_rows,
             render=R.questions,
@@ -863,12 +862,7 @@ def _build() -> list[Tool]:
                 "status": P.choice("Only approvals in this state.", ApprovalStatus.values),
                 "approval_id": P.identifier("Only this approval."),
                 "network_id": NETWORK_ID,
-                "limit": P.whole(
-                    "At most this many.",
-                    low=1,
-                    high=limits.QUESTIONS_LIMIT_MAX,
-                    default=limits.QUESTIONS_LIMIT_DEFAULT,
-                ),
+                "limit": AT_MOST,
             },
             service=approval_rows,
             render=R.approvals,

@@ -29,8 +29,8 @@ from commhub_agent.state import Position, default_state_dir, safe_name
 
 CHANNEL_METHOD = "notifications/claude/channel"
 # The feed's events a model should read; the rest (task_updated, session_updated, task_expired,
-# lease_lost) only move the position on.
-PUSHED = ("new_task", "new_message", "new_reply", "broadcast", "chained_reply", "new_open_task")
+# lease_lost, approval_requested) only move the position on.
+PUSHED = ("new_task", "new_message", "new_reply", "broadcast", "chained_reply", "new_open_task", "approval_updated")
 
 
 def log(message: str) -> None:
@@ -44,7 +44,8 @@ events; their attributes say what each one is:
 you sent), broadcast (a message to every agent; treat like a task if it asks for work), chained_reply (a subtask \
 you delegated was answered), new_open_task (an open task your skills cover, anyone's to take: claim_task with \
 its task_id makes it yours, acknowledged: go on from step 2 below; a refusal task_claimed means another agent \
-was first).
+was first), approval_updated (a call of yours that answered pending_approval, held for a person's approval, \
+was decided: status approved means it ran, with its result; rejected, expired or failed say why it did not).
 - task_id: the task to act on; message_id: the inbox entry; from: who sent it; priority: high, normal or low; \
 kind: the inbox type; needs: an open task's required skills; event_id: the hub's feed position (each event is \
 delivered once).
@@ -65,6 +66,10 @@ def notification_for(event_id: int, kind: str, frame: dict[str, Any]) -> dict[st
     if kind == "chained_reply":
         content = payload.get("result") or ""
         sender = payload.get("from_alias")
+    elif kind == "approval_updated":
+        content = f"Your held {payload.get('tool')} call ({payload.get('approval_id')}) is {payload.get('status')}"
+        content += f": {payload['reason']}" if payload.get("reason") else "."
+        sender = payload.get("decided_by")
     else:
         content = payload.get("content") or ""
         sender = payload.get("from_session")
@@ -72,6 +77,7 @@ def notification_for(event_id: int, kind: str, frame: dict[str, Any]) -> dict[st
         "event": kind,
         "event_id": event_id,
         "message_id": payload.get("message_id"),
+        "approval_id": payload.get("approval_id"),
         "task_id": payload.get("task_id") or payload.get("parent_task_id"),
         "child_task_id": payload.get("child_task_id"),
         "status": payload.get("status"),

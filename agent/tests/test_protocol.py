@@ -106,6 +106,29 @@ def test_an_open_task_says_what_it_needs_and_whose_claim_it_awaits():
     assert "claim_task" in instructions("coder") and "ask_operator" in instructions("coder")
 
 
+def test_a_decided_approval_says_how_the_held_call_ended():
+    payload = {
+        "approval_id": "apr_1",
+        "tool": "send_task",
+        "status": "rejected",
+        "approvals": 0,
+        "decided_by": "user:alice",
+        "reason": "rejected by user:alice: not on a Friday",
+    }
+    note = notification_for(8, "approval_updated", {"payload": payload})
+    assert note["params"]["content"] == (
+        "Your held send_task call (apr_1) is rejected: rejected by user:alice: not on a Friday"
+    )
+    meta = note["params"]["meta"]
+    assert (meta["event"], meta["approval_id"], meta["status"], meta["from"]) == (
+        "approval_updated",
+        "apr_1",
+        "rejected",
+        "user:alice",
+    )
+    assert "pending_approval" in instructions("coder")
+
+
 def test_instructions_say_how_to_take_report_and_complete():
     text = instructions("coder")
     for word in ("ack_inbox", "report_status", "report_completion", "send_reply", "task_id", "priority", "coder"):

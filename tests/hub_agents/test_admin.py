@@ -26,7 +26,15 @@ from hub_agents.services import (
     user_get_or_create,
 )
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from tests.helpers.calls import completion_report, session_report, task_cancel, task_send
+from hub_tools.models import ApprovalRule
+from tests.helpers.calls import (
+    approval_decide,
+    broadcast_send,
+    completion_report,
+    session_report,
+    task_cancel,
+    task_send,
+)
 
 MCP_VERSION = "2025-11-25"
 # /mcp and /events run their database work on pool threads with connections of their own.
@@ -514,7 +522,7 @@ def test_the_audit_admin_is_read_only(staff, network):
 
 
 @pytest.fixture
-def everything(network, agent, online, boss) -> None:
+def everything(network, agent, online, boss, make_actor) -> None:
     """A row in every registered model, so each changelist has something to render."""
     online("coder", node_id="node-1", node_name="box", model="m", agent="agent-node:sdk")
     sent = task_send(actor=agent, alias="coder", task="parent")["task_id"]
@@ -524,6 +532,10 @@ def everything(network, agent, online, boss) -> None:
     token_create(user=boss, name="mine")
     session_report(actor=agent, alias="helper", resume_id="r-helper", status="blocked")
     Group.objects.create(name="operators")
+    # A rule, the call it held and a vote on it.
+    ApprovalRule.objects.create(network=network, name="hold broadcasts", tool="broadcast")
+    held = broadcast_send(actor=agent, message="everyone")["approval_id"]
+    approval_decide(actor=make_actor(network, "owner"), approval_id=held, decision="reject")
 
 
 def test_the_admin_index_and_every_changelist_and_change_page_render(staff, everything):
@@ -538,6 +550,8 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         "hub_tasks.Task",
         "hub_tasks.InboxMessage",
         "hub_tasks.Completion",
+        "hub_tools.ApprovalRule",
+        "hub_tools.Approval",
     }
     for model in models:
         info = (model._meta.app_label, model._meta.model_name)

@@ -53,6 +53,9 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "ask_operator": ("/api/v1/tasks/{task_id}/questions", "post", "201", ["question"]),
     "list_questions": ("/api/v1/questions", "get", "200", None),
     "answer_question": ("/api/v1/questions/{question_id}/answer", "post", "200", ["answer"]),
+    # Beyond the contract: approvals.
+    "list_approvals": ("/api/v1/approvals", "get", "200", None),
+    "decide_approval": ("/api/v1/approvals/{approval_id}/decide", "post", "200", ["decision"]),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
 }
@@ -67,6 +70,7 @@ QUERY_PARAMETERS = {
     "find_agents": {"skill", "status", "network_id"},
     "list_open_tasks": {"alias", "skill", "network_id", "limit"},
     "list_questions": {"task_id", "unanswered", "network_id", "limit"},
+    "list_approvals": {"status", "approval_id", "network_id", "limit"},
 }
 REFUSALS = ["400", "401", "403", "404", "409"]
 

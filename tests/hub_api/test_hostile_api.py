@@ -98,6 +98,9 @@ ENDPOINTS = [
     Endpoint("post", "tasks/<str:task_id>/questions", "ask_operator"),
     Endpoint("get", "questions", "list_questions"),
     Endpoint("post", "questions/<str:question_id>/answer", "answer_question"),
+    # Beyond the contract: approvals (an id no approval has: bodies are refused before it is looked up).
+    Endpoint("get", "approvals", "list_approvals"),
+    Endpoint("post", "approvals/<str:approval_id>/decide", "decide_approval"),
 ]
 GETS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "get"]
 POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
@@ -388,7 +391,8 @@ def bearer(token: str) -> dict[str, str]:
 
 def filled(endpoint: Endpoint, world: World) -> str:
     path = endpoint.pattern.replace("<str:alias>", "coder").replace("<str:message_id>", world.message_id)
-    return API + path.replace("<str:task_id>", world.task_id).replace("<str:question_id>", world.question_id)
+    path = path.replace("<str:task_id>", world.task_id).replace("<str:question_id>", world.question_id)
+    return API + path.replace("<str:approval_id>", "apr_0000000000000000")
 
 
 BASE_BODIES = {
@@ -406,6 +410,7 @@ BASE_BODIES = {
     "claim_task": {"alias": "coder"},
     "ask_operator": {"question": "which parser?"},
     "answer_question": {"answer": "the new one"},
+    "decide_approval": {"decision": "approve"},
 }
 BAD_NUMBERS = {
     "10**400": 10**400,

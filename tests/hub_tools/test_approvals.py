@@ -233,3 +233,14 @@ def test_a_revoked_callers_call_does_not_run(network, make_actor, owner, fleet):
 
     assert decided["status"] == "failed" and "revoked" in decided["reason"]
     assert broadcasts() == 0
+
+
+def test_approvers_read_the_arguments_given_and_a_dashboard_sender_gets_no_notice(network, agent, owner):
+    rule(network, tool="send_task")
+    held = task_send(actor=agent, alias="coder-1", task="ship it", from_session="dashboard:alice")
+
+    (row,) = approval_list(actor=owner)["approvals"]
+    assert row["summary"] == "send_task(alias='coder-1', task='ship it', from_session='dashboard:alice')"
+    assert row["notify_alias"] is None
+    approval_decide(actor=owner, approval_id=held["approval_id"], decision="reject")
+    assert notices("dashboard:alice") == []

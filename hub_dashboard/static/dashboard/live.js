@@ -123,8 +123,12 @@ for (const select of document.querySelectorAll("form.switcher select")) {
   async function refreshRegion(region) {
     const fresh = await fetchFragment(region.dataset.live);
     if (!fresh || !region.isConnected) return;
-    const flash = swap(region, fresh, true);
-    flash([...region.children]);
+    // A fragment that is the region itself (the nav's count badges) replaces it: swapped in as its
+    // children, it would nest a second region of the same name inside the first.
+    const top = fresh.children.length === 1 && fresh.firstElementChild.dataset.live === region.dataset.live
+      ? fresh.firstElementChild : null;
+    const flash = swap(region, fresh, !top);
+    flash(top ? [top] : [...region.children]);
   }
 
   // One card's or row's update: the summary parts and the key's elements; anything the page does
@@ -185,6 +189,8 @@ for (const select of document.querySelectorAll("form.switcher select")) {
         for (const alias of aliases) want(name, alias);
       } else if (name === "questions" || name === "questions_count") {
         if (frame.type === "question_asked" || frame.type === "question_answered") want(name);
+      } else if (name === "approvals" || name === "approvals_count") {
+        if (frame.type === "approval_requested" || frame.type === "approval_updated") want(name);
       } else if (name === "pool") {
         // Posted, claimed (created → acked), ended or back in the pool: the open tasks changed.
         if (frame.type === "new_open_task" || frame.type === "task_expired" || (frame.type === "task_updated" && (p.from_status === "created" || p.to_status === "created"))) want(name);
