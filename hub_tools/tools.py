@@ -7,41 +7,30 @@ contract's result object (hub_tools.results). Argument names are the services' k
 Specs are built from the `limits` modules and hub_core.validate, the TRANSITIONS table and
 TextChoices, and the settings (the offline threshold), so the MCP inputSchema, the OpenAPI schema
 (hub_api) and the checks cannot disagree. `rebuild()` builds them again (a changed setting does it
-itself).
-
-`Tool.execute` is the one door every operation passes, whatever the transport (MCP, REST, dashboard):
-it refuses unknown and missing arguments, counts the write rate limit, parses every argument, and
-only then calls the service with typed values.
+itself). `Tool` itself, and the door every call passes (`Tool.execute`), are in hub_tools.tool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.utils import timezone
 
 from hub_agents import limits as agent_limits
 from hub_agents.actors import Actor
 from hub_agents.models import SessionStatus
 from hub_agents.selectors import SESSION_CURSOR_SHAPE, session_list
 from hub_core import validate
-from hub_core.errors import HubError, invalid_argument
-from hub_core.formats import duration, timestamp
+from hub_core.formats import duration
 from hub_fleet.pool import agents_find, open_tasks, task_claim
 from hub_fleet.selectors import RECENT_COMPLETIONS, session_get
 from hub_fleet.services import require_network_token, session_report
 from hub_tasks import limits
-from hub_tasks.lifecycle import leases_renew, tasks_expire_due
 from hub_tasks.models import (
     POOL,
     TRANSITIONS,
-    DeliveredVia,
-    InboxMessage,
     Move,
     OnDependencyFailure,
     OnLost,
@@ -49,7 +38,6 @@ from hub_tasks.models import (
     TaskStatus,
 )
 from hub_tasks.questions import question_answer, question_ask
-from hub_tasks.receipts import receipts_mark
 from hub_tasks.selectors import completion_list, inbox_pending, question_rows, task_rows, task_with_history
 from hub_tasks.services import (
     broadcast_send,
@@ -63,17 +51,16 @@ from hub_tasks.services import (
     task_retry,
     task_send,
 )
+from hub_tools import args as A
+from hub_tools import channel_tools, search_tools
 from hub_tools import params as P
 from hub_tools import results as R
-from hub_tools.approvals import Held, approval_decide, approval_gate, approvals_expire_due
-from hub_tools.models import GATEABLE_TOOLS, ApprovalStatus, ApprovalVote
+from hub_tools.approvals import approval_decide
+from hub_tools.models import ApprovalStatus, ApprovalVote
 from hub_tools.params import Param
-from hub_tools.ratelimit import write_rate_check
-from hub_tools.schema import Schema, counts, nullable, result, rows
+from hub_tools.schema import counts, nullable, result, rows
 from hub_tools.selectors import approval_rows
-
-# Versions before 2025-06-18 know neither tool titles nor output schemas.
-_TITLES_SINCE = "2025-06-18"
+from hub_tools.tool import Tool
 
 # The contract's 17 tools, in its order: tools/list names them first, unchanged; the hub's own tools
 # (the open pool, ...) follow them, so a client written against the contract sees what it expects.
@@ -82,137 +69,6 @@ CONTRACT_TOOLS: tuple[str, ...] = (
     "send_ack", "retry_task", "cancel_task", "reassign_task", "get_task", "list_tasks", "get_all_status",
     "get_session_status", "get_completions", "broadcast",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    title: str
-    description: str
-    params: dict[str, Param]
-    service: Callable[..., Any]
-    render: Callable[[Any], R.Fields]  # the service's answer as the result object's fields
-    output: Schema
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    # Checked before any argument is read: who may call the tool at all (report_status: a network token).
-    guard: Callable[[Actor], None] | None = None
-    # Reads that show tasks first settle the deadlines of what the actor may see (a write: tasks
-    # expire and their senders hear of it), so nobody reads a stale "delivered".
-    settles_deadlines: bool = False
-    # An agent's own read (get_inbox) renews the leases of the tasks its alias holds, after settling.
-    renews_leases: bool = False
-    # get_inbox's messages reached the agent: after the read, mark their delivery receipts (a write the
-    # read-only selector must not do), in the same call.
-    marks_receipts: bool = False
-    # Reads of approvals first expire those nobody decided in time (their callers are told).
-    settles_approvals: bool = False
-
-    @property
-    def gateable(self) -> bool:
-        """Whether a network's approval rules may hold this tool's calls (hub_tools.approvals)."""
-        return self.name in GATEABLE_TOOLS
-
-    @property
-    def required(self) -> tuple[str, ...]:
-        return tuple(name for name, param in self.params.items() if param.required)
-
-    @property
-    def input_properties(self) -> dict[str, Schema]:
-        return {name: param.schema for name, param in self.params.items()}
-
-    def definition(self, version: str) -> dict[str, Any]:
-        hints: dict[str, Any] = {"readOnlyHint": self.read_only, "openWorldHint": False}
-        if not self.read_only:
-            hints |= {"destructiveHint": self.destructive, "idempotentHint": self.idempotent}
-        definition: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": {
-                "type": "object",
-                "properties": self.input_properties,
-                "required": list(self.required),
-                "additionalProperties": False,
-            },
-            "annotations": {**hints, "title": self.title},
-        }
-        if version >= _TITLES_SINCE:
-            definition["title"] = self.title
-            definition["outputSchema"] = self.output
-        return definition
-
-    def execute(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> Any:
-        """The service's answer, or Held when an approval rule holds the call; HubError for a refusal,
-        unknown, missing and invalid arguments included. `approved`: a held call running now, as its
-        caller (counted against the write limit and checked by the rules when it was made)."""
-        unknown = sorted(set(arguments) - set(self.params))
-        if unknown:
-            raise invalid_argument(
-                ", ".join(unknown), f"is not an argument of {self.name} (its arguments: {', '.join(self.params)})"
-            )
-        missing = [name for name in self.required if name not in arguments]
-        if missing:
-            raise invalid_argument(", ".join(missing), "is required")
-        if not self.read_only and not approved:
-            write_rate_check(actor)
-        if self.guard is not None:
-            self.guard(actor)
-        # Every argument, given or not (a left-out one parses as null: its default).
-        parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items()}
-        if self.gateable and not approved:
-            held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
-            if held is not None:
-                return held
-        if self.settles_approvals:
-            approvals_expire_due(network_ids=actor.readable_networks())
-        if self.settles_deadlines:
-            tasks_expire_due(network_ids=actor.readable_networks())
-        if self.renews_leases:
-            # Only a caller that may write there is the agent at work: a viewer reading an inbox
-            # keeps nobody's leases alive (as it keeps nobody online).
-            writable = [n for n in actor.readable_networks(parsed.get("network_id")) if actor.can_write(n)]
-            leases_renew(network_ids=writable, alias=parsed["alias"])
-        answer = self.service(actor=actor, **parsed)
-        if self.marks_receipts:
-            _receipts_mark(actor, parsed["alias"], answer)
-        return answer
-
-    def run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> dict[str, Any]:
-        """The contract's result object; HubError for a refusal."""
-        answer = self.execute(actor, arguments, approved=approved)
-        if isinstance(answer, Held):
-            return {"ok": True, **R.held(answer)}
-        return {"ok": True, **self.render(answer)}
-
-    def call(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The result object either way: a refusal becomes `{"ok": false, ...}` for the model to read."""
-        try:
-            return self.run(actor, arguments)
-        except HubError as refusal:
-            return refusal.as_result()
-
-
-def _receipts_mark(actor: Actor, alias: str, rows: list[dict[str, Any]]) -> None:
-    """The rows get_inbox answers are delivered to the agent: each one's first delivery is recorded
-    (one UPDATE, and one for the tasks of task messages) and its row says when. A viewer reading
-    someone's inbox is not the agent reading it: only networks the caller may write in count."""
-    new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
-    if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
-        return
-    now = timezone.now()
-    receipts_mark(
-        network_ids={row["network_id"] for row in new},
-        alias=alias,
-        message_ids=[row["id"] for row in new],
-        task_ids=[row["task_id"] for row in new if row["type"] == InboxMessage.Type.TASK and row["task_id"]],
-        via=DeliveredVia.GET_INBOX,
-        now=now,
-    )
-    # A reader racing this one (the agent's SSE stream) may have marked a message a moment before:
-    # the row says now, the stored receipt keeps the first.
-    for row in new:
-        row["delivered_at"], row["delivered_via"] = timestamp(now), DeliveredVia.GET_INBOX.value
 
 
 def _reply_outcomes() -> list[str]:
@@ -227,20 +83,10 @@ def _build() -> list[Tool]:
     reply_outcomes = f"{', '.join(outcomes[:-1])} or {outcomes[-1]}" if len(outcomes) > 1 else outcomes[0]
     offline = duration(settings.COMMHUB_OFFLINE_AFTER_SECONDS)
     retry_ttl = duration(int(limits.RETRY_TTL.total_seconds()), one="")
-    ALIAS = P.identifier("The agent's alias: its display name in the network.", required=True)
-    NETWORK_ID = P.identifier(
-        "Network id (net_…). A network token is bound to its network and may omit it; a user token in "
-        "several networks names the one to act in.",
-    )
-    FROM_SESSION = P.identifier('Who is acting, as others will see it (default "hub").')
-    TASK_ID = P.identifier("The task's id (task_id from send_task or list_tasks).", required=True)
+    ALIAS, NETWORK_ID, FROM_SESSION, TASK_ID, AT_MOST = A.ALIAS, A.NETWORK_ID, A.FROM_SESSION, A.TASK_ID, A.AT_MOST
     SCORE = P.number(f"Self-assessed quality, 0 to {agent_limits.SCORE_MAX}.", low=0, high=agent_limits.SCORE_MAX)
     SESSION_STATUS = P.choice(f"Filter by status; offline means no heartbeat for {offline}.", SessionStatus.values)
     SERVER_FILTER = P.identifier("Only sessions that reported this `server`.")
-    # The limit of the short lists a person works through (questions, approvals).
-    AT_MOST = P.whole(
-        "At most this many.", low=1, high=limits.QUESTIONS_LIMIT_MAX, default=limits.QUESTIONS_LIMIT_DEFAULT
-    )
 
     def skills(description: str) -> Param:
         return P.tags(
@@ -255,7 +101,7 @@ def _build() -> list[Tool]:
         "session_status": {**nullable("string"), "description": "the receiver's status; null if it never reported"},
     }
 
-    return [
+    tools = [
         Tool(
             name="report_status",
             title="Report status (heartbeat)",
@@ -896,6 +742,8 @@ def _build() -> list[Tool]:
             ),
         ),
     ]
+    # Beyond the contract: channels, threads and search (issue 18), each module its own specs.
+    return [*tools, *channel_tools.specs(), *search_tools.specs()]
 
 
 def _approval_decide(*, actor: Actor, approval_id: str, decision: str, note: str | None) -> Any:

@@ -39,6 +39,8 @@ from django.urls import resolve
 from hub_agents.models import AgentSession, AuditEntry, Network, Node
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
 from hub_api.agents import urlpatterns as agent_urlpatterns
+from hub_api.channels import urlpatterns as channel_urlpatterns
+from hub_api.search import urlpatterns as search_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_events.models import Event
 from hub_tasks.models import Completion, InboxMessage, Question, Task, TaskEvent
@@ -965,7 +967,7 @@ def covered_endpoints(calls: list[tuple[str, dict[str, Any]]]) -> set[tuple[str,
 def all_endpoints() -> set[tuple[str, str]]:
     return {
         (method, str(pattern.pattern))
-        for pattern in [*agent_urlpatterns, *task_urlpatterns]
+        for pattern in [*agent_urlpatterns, *task_urlpatterns, *channel_urlpatterns, *search_urlpatterns]
         for method in ("get", "post")
         if hasattr(pattern.callback.cls, method)
     }

@@ -25,6 +25,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 import hub_api.agents
+import hub_api.channels
+import hub_api.search
 import hub_api.tasks
 from hub_agents.models import AgentSession, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
@@ -109,7 +111,12 @@ POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
 def test_the_fuzzed_endpoints_are_every_endpoint_in_the_url_conf() -> None:
     served = {
         (method, str(pattern.pattern))
-        for pattern in [*hub_api.agents.urlpatterns, *hub_api.tasks.urlpatterns]
+        for pattern in [
+            *hub_api.agents.urlpatterns,
+            *hub_api.tasks.urlpatterns,
+            *hub_api.channels.urlpatterns,
+            *hub_api.search.urlpatterns,
+        ]
         for method in ("get", "post", "put", "patch", "delete")
         if hasattr(pattern.callback.cls, method)
     }

@@ -1,0 +1,17 @@
+"""Arguments many tools share, each stated once: the spec modules (hub_tools.tools and the modules
+it gathers) name them instead of restating their descriptions and limits."""
+
+from __future__ import annotations
+
+from hub_tasks import limits
+from hub_tools import params as P
+
+ALIAS = P.identifier("The agent's alias: its display name in the network.", required=True)
+NETWORK_ID = P.identifier(
+    "Network id (net_…). A network token is bound to its network and may omit it; a user token in "
+    "several networks names the one to act in.",
+)
+FROM_SESSION = P.identifier('Who is acting, as others will see it (default "hub").')
+TASK_ID = P.identifier("The task's id (task_id from send_task or list_tasks).", required=True)
+# The limit of the short lists a person works through (questions, approvals).
+AT_MOST = P.whole("At most this many.", low=1, high=limits.QUESTIONS_LIMIT_MAX, default=limits.QUESTIONS_LIMIT_DEFAULT)

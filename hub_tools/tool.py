@@ -1,0 +1,161 @@
+"""One operation's spec, `Tool`: its arguments, the service it calls, how the answer renders, and
+the one door every call passes (`Tool.execute`), whatever the transport (MCP, REST, dashboard): it
+refuses unknown and missing arguments, counts the write rate limit, parses every argument, asks the
+approval rules, and only then calls the service with typed values. The specs themselves are in
+hub_tools.tools (the contract's and the hub's own) and the modules it gathers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from hub_agents.actors import Actor
+from hub_core.errors import HubError, invalid_argument
+from hub_core.formats import timestamp
+from hub_tasks.lifecycle import leases_renew, tasks_expire_due
+from hub_tasks.models import DeliveredVia, InboxMessage
+from hub_tasks.receipts import receipts_mark
+from hub_tools import results as R
+from hub_tools.approvals import Held, approval_gate, approvals_expire_due
+from hub_tools.models import GATEABLE_TOOLS
+from hub_tools.params import Param
+from hub_tools.ratelimit import write_rate_check
+from hub_tools.schema import Schema
+
+# Versions before 2025-06-18 know neither tool titles nor output schemas.
+_TITLES_SINCE = "2025-06-18"
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    params: dict[str, Param]
+    service: Callable[..., Any]
+    render: Callable[[Any], R.Fields]  # the service's answer as the result object's fields
+    output: Schema
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    # Checked before any argument is read: who may call the tool at all (report_status: a network token).
+    guard: Callable[[Actor], None] | None = None
+    # Reads that show tasks first settle the deadlines of what the actor may see (a write: tasks
+    # expire and their senders hear of it), so nobody reads a stale "delivered".
+    settles_deadlines: bool = False
+    # An agent's own read (get_inbox) renews the leases of the tasks its alias holds, after settling.
+    renews_leases: bool = False
+    # get_inbox's messages reached the agent: after the read, mark their delivery receipts (a write the
+    # read-only selector must not do), in the same call.
+    marks_receipts: bool = False
+    # Reads of approvals first expire those nobody decided in time (their callers are told).
+    settles_approvals: bool = False
+
+    @property
+    def gateable(self) -> bool:
+        """Whether a network's approval rules may hold this tool's calls (hub_tools.approvals)."""
+        return self.name in GATEABLE_TOOLS
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(name for name, param in self.params.items() if param.required)
+
+    @property
+    def input_properties(self) -> dict[str, Schema]:
+        return {name: param.schema for name, param in self.params.items()}
+
+    def definition(self, version: str) -> dict[str, Any]:
+        hints: dict[str, Any] = {"readOnlyHint": self.read_only, "openWorldHint": False}
+        if not self.read_only:
+            hints |= {"destructiveHint": self.destructive, "idempotentHint": self.idempotent}
+        definition: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": {
+                "type": "object",
+                "properties": self.input_properties,
+                "required": list(self.required),
+                "additionalProperties": False,
+            },
+            "annotations": {**hints, "title": self.title},
+        }
+        if version >= _TITLES_SINCE:
+            definition["title"] = self.title
+            definition["outputSchema"] = self.output
+        return definition
+
+    def execute(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> Any:
+        """The service's answer, or Held when an approval rule holds the call; HubError for a refusal,
+        unknown, missing and invalid arguments included. `approved`: a held call running now, as its
+        caller (counted against the write limit and checked by the rules when it was made)."""
+        unknown = sorted(set(arguments) - set(self.params))
+        if unknown:
+            raise invalid_argument(
+                ", ".join(unknown), f"is not an argument of {self.name} (its arguments: {', '.join(self.params)})"
+            )
+        missing = [name for name in self.required if name not in arguments]
+        if missing:
+            raise invalid_argument(", ".join(missing), "is required")
+        if not self.read_only and not approved:
+            write_rate_check(actor)
+        if self.guard is not None:
+            self.guard(actor)
+        # Every argument, given or not (a left-out one parses as null: its default).
+        parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items()}
+        if self.gateable and not approved:
+            held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
+            if held is not None:
+                return held
+        if self.settles_approvals:
+            approvals_expire_due(network_ids=actor.readable_networks())
+        if self.settles_deadlines:
+            tasks_expire_due(network_ids=actor.readable_networks())
+        if self.renews_leases:
+            # Only a caller that may write there is the agent at work: a viewer reading an inbox
+            # keeps nobody's leases alive (as it keeps nobody online).
+            writable = [n for n in actor.readable_networks(parsed.get("network_id")) if actor.can_write(n)]
+            leases_renew(network_ids=writable, alias=parsed["alias"])
+        answer = self.service(actor=actor, **parsed)
+        if self.marks_receipts:
+            _receipts_mark(actor, parsed["alias"], answer)
+        return answer
+
+    def run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> dict[str, Any]:
+        """The contract's result object; HubError for a refusal."""
+        answer = self.execute(actor, arguments, approved=approved)
+        if isinstance(answer, Held):
+            return {"ok": True, **R.held(answer)}
+        return {"ok": True, **self.render(answer)}
+
+    def call(self, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The result object either way: a refusal becomes `{"ok": false, ...}` for the model to read."""
+        try:
+            return self.run(actor, arguments)
+        except HubError as refusal:
+            return refusal.as_result()
+
+
+def _receipts_mark(actor: Actor, alias: str, rows: list[dict[str, Any]]) -> None:
+    """The rows get_inbox answers are delivered to the agent: each one's first delivery is recorded
+    (one UPDATE, and one for the tasks of task messages) and its row says when. A viewer reading
+    someone's inbox is not the agent reading it: only networks the caller may write in count."""
+    new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
+    if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
+        return
+    now = timezone.now()
+    receipts_mark(
+        network_ids={row["network_id"] for row in new},
+        alias=alias,
+        message_ids=[row["id"] for row in new],
+        task_ids=[row["task_id"] for row in new if row["type"] == InboxMessage.Type.TASK and row["task_id"]],
+        via=DeliveredVia.GET_INBOX,
+        now=now,
+    )
+    # A reader racing this one (the agent's SSE stream) may have marked a message a moment before:
+    # the row says now, the stored receipt keeps the first.
+    for row in new:
+        row["delivered_at"], row["delivered_via"] = timestamp(now), DeliveredVia.GET_INBOX.value
