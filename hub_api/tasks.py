@@ -8,6 +8,7 @@ from hub_api.endpoints import Operation, route
 urlpatterns = [
     route("tasks", Operation("get", "list_tasks"), Operation("post", "send_task", created=True), tag="tasks"),
     route("tasks/<str:task_id>", Operation("get", "get_task"), tag="tasks"),
+    route("tasks/<str:task_id>/thread", Operation("get", "get_thread"), tag="tasks"),
     route("tasks/<str:task_id>/ack", Operation("post", "send_ack"), tag="tasks"),
     route("tasks/<str:task_id>/retry", Operation("post", "retry_task"), tag="tasks"),
     route("tasks/<str:task_id>/cancel", Operation("post", "cancel_task"), tag="tasks"),

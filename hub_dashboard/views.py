@@ -41,6 +41,7 @@ from hub_tasks.selectors import (
     questions_waiting,
     task_family,
     task_page,
+    task_thread,
 )
 from hub_tools.approvals import Held
 from hub_tools.selectors import approvals_waiting
@@ -215,6 +216,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     try:
         tasks_expire_due(network_ids=desk.actor.readable_networks())  # nor must a task's own page
         family = task_family(actor=desk.actor, task_id=task_id)
+        thread = task_thread(actor=desk.actor, task_id=task_id)
     except HubError as refusal:
         return render(
             request, "dashboard/not_found.html", desk.context(message=refusal_for_operator(refusal).text), status=404
@@ -228,6 +230,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         desk.context(
             **family,
             timeline=_timeline(family["events"], family["questions"]),
+            thread=thread,
             # A question of it waits for a person (and the task has not ended meanwhile).
             waiting_input=task.status not in TERMINAL and any(not q["answered_at"] for q in family["questions"]),
             terminal=task.status in TERMINAL,

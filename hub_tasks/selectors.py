@@ -18,6 +18,7 @@ from django.utils import timezone
 from hub_agents.actors import Actor
 from hub_core.doorbell import feed_group
 from hub_core.errors import task_not_found
+from hub_core.formats import timestamp
 from hub_core.waiting import nothing_yet
 from hub_tasks import limits
 from hub_tasks.models import (
@@ -259,3 +260,58 @@ def questions_by_asker(*, network_id: str) -> dict[str, dict[str, Any]]:
     waiting = Question.objects.filter(network_id=network_id, answered_at__isnull=True, task__status__in=ACTIVE)
     waiting = waiting.select_related("task").order_by("-asked_at", "-pk")
     return {question.task.to_name: question.as_row() for question in waiting}  # oldest last: it wins
+
+
+# The order of a thread's entries that share a millisecond: what prompts comes before what answers.
+_THREAD_ORDER = {"task": 0, "question": 1, "answer": 2, "message": 3, "completion": 4}
+
+
+def task_thread(*, actor: Actor, task_id: str) -> list[dict[str, Any]]:
+    """get_thread: the conversation about a task, oldest first: the task as sent, each question its
+    agent asked and its answer, every reply, chained reply (a subtask's result) and notice about it,
+    and each completion reported for it. Four reads, whatever the thread's length."""
+    task = Task.objects.filter(network_id__in=actor.readable_networks(), pk=task_id).first()
+    if task is None:
+        raise task_not_found(task_id)
+    entries: list[dict[str, Any]] = [
+        _entry("task", task.task_id, task.created_at, task.from_name, task.to_name, task.content, context=task.context)
+    ]
+    questions = list(task.questions.order_by("asked_at", "pk"))
+    answers = {question.answer_message_id: question for question in questions if question.answer_message_id}
+    for question in questions:
+        entries.append(
+            _entry(
+                "question", question.id, question.asked_at, question.asked_by, task.from_name, question.text,
+                options=question.options,
+            )
+        )  # fmt: skip
+    # The task's own deliveries repeat its text (one per attempt): the task entry stands for them.
+    for message in task.inbox_messages.exclude(type=InboxMessage.Type.TASK).order_by("created_at", "pk"):
+        question = answers.get(message.id)
+        if question is not None:
+            entries.append(
+                _entry(
+                    "answer", message.id, message.created_at, question.answered_by, message.to_alias,
+                    message.content, question_id=question.id,
+                )
+            )  # fmt: skip
+        else:
+            entries.append(
+                _entry(
+                    "message", message.id, message.created_at, message.from_session, message.to_alias,
+                    message.content, context=message.context, type=message.type,
+                )
+            )  # fmt: skip
+    for completion in task.completions.order_by("completed_at", "pk"):
+        entries.append(
+            _entry(
+                "completion", completion.id, completion.completed_at, completion.session_name, task.from_name,
+                completion.result, artifacts=completion.artifacts,
+            )
+        )  # fmt: skip
+    entries.sort(key=lambda entry: (entry["at"], _THREAD_ORDER[entry["kind"]]))
+    return entries
+
+
+def _entry(kind: str, id: str, at: datetime, sender: str, to: str, content: str, **extra: Any) -> dict[str, Any]:
+    return {"kind": kind, "id": id, "at": timestamp(at), "from": sender, "to": to, "content": content, **extra}

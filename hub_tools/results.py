@@ -131,3 +131,7 @@ def held(call: Held) -> Fields:
 
 def approvals(rows: list[Row]) -> Fields:
     return {"approvals": rows}
+
+
+def thread(entries: list[Row]) -> Fields:
+    return {"task_id": entries[0]["id"], "entries": entries}

@@ -38,7 +38,14 @@ from hub_tasks.models import (
     TaskStatus,
 )
 from hub_tasks.questions import question_answer, question_ask
-from hub_tasks.selectors import completion_list, inbox_pending, question_rows, task_rows, task_with_history
+from hub_tasks.selectors import (
+    completion_list,
+    inbox_pending,
+    question_rows,
+    task_rows,
+    task_thread,
+    task_with_history,
+)
 from hub_tasks.services import (
     broadcast_send,
     completion_report,
@@ -741,8 +748,29 @@ def _build() -> list[Tool]:
                 reason={"type": "string"},
             ),
         ),
+        # Beyond the contract: a task's conversation (issue 18).
+        Tool(
+            name="get_thread",
+            title="Get a task's thread",
+            description=(
+                "The conversation about a task, oldest first: the task as sent, each question its agent asked "
+                "a person and the answer, every reply, chained reply (a subtask's result) and notice about it, "
+                "and each completion reported for it. Read it to pick up a task someone else worked on."
+            ),
+            params={"task_id": TASK_ID},
+            service=task_thread,
+            render=R.thread,
+            output=result(
+                task_id={"type": "string"},
+                entries=rows(
+                    "Oldest first; kind is task, question, answer, message (type: reply, chained_reply, "
+                    "notice, ...) or completion."
+                ),
+            ),
+            read_only=True,
+        ),
     ]
-    # Beyond the contract: channels, threads and search (issue 18), each module its own specs.
+    # Beyond the contract: channels and search (issue 18), each module its own specs.
     return [*tools, *channel_tools.specs(), *search_tools.specs()]
 
 

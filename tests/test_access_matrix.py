@@ -67,7 +67,7 @@ VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 
 READ_TOOLS = {
     "get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task",
-    "find_agents", "list_open_tasks", "list_questions", "list_approvals",
+    "find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread",
 }  # fmt: skip
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval"}
@@ -103,6 +103,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     # Beyond the contract: approvals.
     "list_approvals": ("get", "approvals"),
     "decide_approval": ("post", "approvals/{approval_id}/decide"),
+    "get_thread": ("get", "tasks/{task_id}/thread"),
 }
 
 # How each refusal reads: (REST status, the MCP result's `error` wording).
@@ -479,6 +480,7 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     ),
     # approvals: B holds a message for approval
     "list_approvals": ("list_approvals", {}, None),
+    "get_thread-b_live": ("get_thread", {"task_id": "@b_live"}, "task_not_found"),
     "list_approvals-b_approval": ("list_approvals", {"approval_id": "@b_approval"}, None),
     "list_approvals-network_b": ("list_approvals", {"network_id": "@b"}, "permission_denied"),
     "decide_approval-b_approval": (
@@ -639,6 +641,7 @@ VIEWER_READS: dict[str, dict[str, Any]] = {
     "list_open_tasks": {"alias": "a-coder"},
     "list_questions": {},
     "list_approvals": {},
+    "get_thread": {"task_id": "@a_live"},
 }
 VIEWERS = {
     "viewer_token": "a_viewer",  # a network token with the viewer role

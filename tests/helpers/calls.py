@@ -51,6 +51,8 @@ task_claim = _tool("claim_task")
 question_ask = _tool("ask_operator")
 question_answer = _tool("answer_question")
 question_list = _tool("list_questions")
+# Beyond the contract: a task's thread.
+task_thread = _tool("get_thread")
 # Beyond the contract: approvals.
 approval_list = _tool("list_approvals")
 approval_decide = _tool("decide_approval")

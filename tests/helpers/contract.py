@@ -17,9 +17,11 @@ POOL_TOOLS = ("find_agents", "list_open_tasks", "claim_task")
 QUESTION_TOOLS = ("ask_operator", "answer_question", "list_questions")
 # Issue 17: approvals (hub_tools.approvals).
 APPROVAL_TOOLS = ("list_approvals", "decide_approval")
-EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS)
+# Issue 18: a task's thread (hub_tasks.selectors.task_thread).
+THREAD_TOOLS = ("get_thread",)
+EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS)
 # The extensions that only read (readOnlyHint true); the others write.
-READ_ONLY_EXTENSIONS = frozenset({"find_agents", "list_open_tasks", "list_questions", "list_approvals"})
+READ_ONLY_EXTENSIONS = frozenset({"find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread"})
 
 
 def assert_contract_first(names: Sequence[str]) -> None:

@@ -83,6 +83,7 @@ ENDPOINTS = [
     Endpoint("get", "tasks", "list_tasks"),
     Endpoint("post", "tasks", "send_task"),
     Endpoint("get", "tasks/<str:task_id>", "get_task"),
+    Endpoint("get", "tasks/<str:task_id>/thread", "get_thread"),
     Endpoint("post", "tasks/<str:task_id>/ack", "send_ack"),
     Endpoint("post", "tasks/<str:task_id>/retry", "retry_task"),
     Endpoint("post", "tasks/<str:task_id>/cancel", "cancel_task"),

@@ -16,7 +16,15 @@ from hub_agents.models import AuditEntry
 from hub_agents.services import membership_set
 from hub_core.errors import HubError
 from hub_tasks.models import Task
-from tests.helpers.calls import completion_report, reply_send, task_retry, task_send
+from tests.helpers.calls import (
+    completion_report,
+    inbox_ack,
+    question_answer,
+    question_ask,
+    reply_send,
+    task_retry,
+    task_send,
+)
 
 T0 = datetime(2026, 4, 12, 10, 0, tzinfo=UTC)
 
@@ -169,3 +177,26 @@ def test_the_sent_banner_follows_the_task_and_goes_once_it_fails(operator, agent
     for url in (f"/tasks/{task_id}/?sent=1", f"/tasks/{task_id}/?sent=1&fragment=task"):
         page = operator.get(url).content.decode()
         assert "Task sent" not in page and "failed" in page
+
+
+def test_the_task_page_shows_its_conversation_in_order(operator, agent, clock):
+    task_id = task_send(actor=agent, alias="coder", task="port the parser", from_session="lead")["task_id"]
+    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    clock.tick(1)
+    asked = question_ask(actor=agent, task_id=task_id, question="Keep the <old> API?", options=["yes", "no"])
+    clock.tick(1)
+    question_answer(actor=agent, question_id=asked["question_id"], answer="yes, one more release")
+    clock.tick(1)
+    reply_send(actor=agent, alias="lead", text="halfway there", in_reply_to=task_id, from_session="coder")
+    clock.tick(1)
+    completion_report(actor=agent, alias="coder", task=task_id, result="parser ported")
+
+    page = operator.get(f"/tasks/{task_id}/").content.decode()
+
+    (conversation,) = re.findall(r'<ol class="thread">.*?</ol>', page, flags=re.S)
+    said = [visible_text(item) for item in re.findall(r'<li class="said.*?</li>', conversation, flags=re.S)]
+    expected = ["port the parser", "Keep the <old> API?", "yes, one more release", "halfway there", "parser ported"]
+    assert len(said) == len(expected)
+    for item, text in zip(said, ["port the parser", "Keep the &lt;old&gt; API?", *expected[2:]], strict=True):
+        assert text in item
+    assert "Keep the <old> API?" not in conversation  # escaped, as everything an agent wrote

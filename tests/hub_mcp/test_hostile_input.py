@@ -290,6 +290,7 @@ def base_arguments(world: World) -> dict[str, dict[str, Any]]:
         "answer_question": {"question_id": world.question_id, "answer": "the new one"},
         "list_questions": {},
         "list_approvals": {},
+        "get_thread": {"task_id": world.task_id},
         "decide_approval": {"approval_id": "apr_0000000000000000", "decision": "approve"},
     }
 
@@ -300,6 +301,7 @@ def test_every_tool_has_base_arguments_that_it_accepts(client: Client, world: Wo
         *("list_tasks", "get_task", "get_session_status", "get_completions", "get_all_status", "get_inbox"),
         *("find_agents", "list_open_tasks", "claim_task", "list_questions", "ask_operator", "answer_question"),
         "list_approvals",
+        "get_thread",
     ):
         assert tool_outcome(client, world.token, tool, base_arguments(world)[tool], version=None)["ok"] is True
 

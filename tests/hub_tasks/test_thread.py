@@ -1,0 +1,97 @@
+"""A thread per task (get_thread): everything said about a task, in order, for whoever picks it up."""
+
+from __future__ import annotations
+
+from hub_tasks.models import InboxMessage
+from tests.helpers import refused
+from tests.helpers.calls import (
+    completion_report,
+    inbox_ack,
+    question_answer,
+    question_ask,
+    reply_send,
+    task_send,
+    task_thread,
+)
+
+LEAD, CODER, HELPER = "lead", "coder", "helper"
+
+
+def test_a_thread_holds_every_kind_of_message_about_its_task_in_order(agent, clock):
+    task_id = task_send(actor=agent, alias=CODER, task="port the parser", context="see #12", from_session=LEAD)[
+        "task_id"
+    ]
+    inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+    clock.tick(1)
+    asked = question_ask(actor=agent, task_id=task_id, question="Keep the old API?", options=["yes", "no"])
+    clock.tick(1)
+    answered = question_answer(actor=agent, question_id=asked["question_id"], answer="yes, for a release")
+    clock.tick(1)
+    child = task_send(actor=agent, alias=HELPER, task="port the tests", from_session=CODER, parent_task_id=task_id)[
+        "task_id"
+    ]
+    clock.tick(1)
+    completion_report(actor=agent, alias=HELPER, task=child, result="tests ported")
+    clock.tick(1)
+    note = reply_send(actor=agent, alias=LEAD, text="halfway there", in_reply_to=task_id, from_session=CODER)
+    clock.tick(1)
+    done = completion_report(actor=agent, alias=CODER, task=task_id, result="parser ported")
+    # Noise that is not about this task: none of it may show.
+    task_send(actor=agent, alias=CODER, task="another task", from_session=LEAD)
+
+    thread = task_thread(actor=agent, task_id=task_id)
+
+    assert thread["task_id"] == task_id
+    kinds = [(entry["kind"], entry.get("type")) for entry in thread["entries"]]
+    assert kinds == [
+        ("task", None),
+        ("question", None),
+        ("answer", None),
+        ("message", InboxMessage.Type.CHAINED_REPLY),
+        ("message", InboxMessage.Type.REPLY),
+        ("completion", None),
+    ]
+    first, question, answer, chained, reply, completion = thread["entries"]
+    assert (first["from"], first["to"], first["content"], first["context"]) == (
+        LEAD,
+        CODER,
+        "port the parser",
+        "see #12",
+    )
+    assert (question["id"], question["from"], question["options"]) == (asked["question_id"], CODER, ["yes", "no"])
+    assert (answer["id"], answer["content"], answer["question_id"]) == (
+        answered["message_id"],
+        "yes, for a release",
+        asked["question_id"],
+    )
+    assert (answer["from"], answer["to"]) == (agent.label, CODER)
+    assert (chained["from"], chained["to"], chained["content"]) == (HELPER, LEAD, "tests ported")
+    assert (reply["id"], reply["from"], reply["to"], reply["content"]) == (
+        note["message_id"],
+        CODER,
+        LEAD,
+        "halfway there",
+    )
+    assert (completion["id"], completion["from"], completion["content"]) == (
+        done["completion_id"],
+        CODER,
+        "parser ported",
+    )
+    times = [entry["at"] for entry in thread["entries"]]
+    assert times == sorted(times)
+
+
+def test_a_fresh_task_is_a_thread_of_one(agent):
+    task_id = task_send(actor=agent, alias=CODER, task="just sent")["task_id"]
+
+    (only,) = task_thread(actor=agent, task_id=task_id)["entries"]
+
+    assert (only["kind"], only["id"], only["content"]) == ("task", task_id, "just sent")
+
+
+def test_another_networks_thread_is_not_found(agent, outsider):
+    task_id = task_send(actor=agent, alias=CODER, task="private")["task_id"]
+
+    missing = refused(task_thread, actor=outsider, task_id=task_id)
+
+    assert (missing.code, missing.status) == ("task_not_found", 404)
