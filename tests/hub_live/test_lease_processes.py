@@ -56,7 +56,7 @@ from django.core import checks
 from django.core.management import load_command_class
 from django.db import connection
 connection.ensure_connection()
-load_command_class("hub_tasks", "sweep")
+load_command_class("hub_tools", "sweep")
 checks.run_checks()
 print("ready", flush=True)
 import time
