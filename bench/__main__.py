@@ -18,14 +18,14 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from bench import delivery, embedded, longpoll, rss, scale, setup, targets, throughput
+from bench import delivery, embedded, longpoll, rss, scale, search, setup, targets, throughput
 from bench.load import Row
 from bench.report import table
 from bench.seed import seed
 from bench.server import Server, asgi, start, wsgi
 
 WORKERS = 2  # one per core
-PHASES = ("throughput", "delivery", "rss", "longpoll", "scale", "embedded")  # in the order they run
+PHASES = ("throughput", "delivery", "rss", "longpoll", "scale", "search", "embedded")  # in the order they run
 TIMES = """\
 How long each part takes on 2 cores (full / --quick), besides ~30 s of start-up and seeding:
   throughput  17 cells x 3 client counts (--only targets: the 11 the targets read)
@@ -36,6 +36,7 @@ How long each part takes on 2 cores (full / --quick), besides ~30 s of start-up 
               120 s with --only targets, 60 s with --quick
   longpoll    1,000 long-polls on one worker, 10 s of sends: ~30-60 s
   scale       preload of --tasks (1M: ~1-2 min; --quick 100k: ~10 s), then 7 reads: ~1-2 min
+  search      preload of --tasks tasks and as many messages (1M: ~3 min), then 200 two-word queries: ~5 s
   embedded    SQLite + daphne: seeding ~30 s, the 11 target cells x 3: ~2 min (--quick ~1 min)
 A full run takes about 20-25 minutes; --only targets about 10; --only targets --quick about 5."""
 
@@ -95,6 +96,10 @@ def main() -> None:
             started = time.perf_counter()
             rows += scale.run(hub, fleet, tasks=tasks)
             timings["scale"] = time.perf_counter() - started
+        if "search" in phases:
+            started = time.perf_counter()
+            rows += search.run(rows=tasks)
+            timings["search"] = time.perf_counter() - started
         if "embedded" in phases:
             started = time.perf_counter()
             local = embedded.serve()

@@ -193,6 +193,8 @@ class AuditEntry(models.Model):
         APPROVAL_REJECTED = "approval.rejected"
         APPROVAL_EXPIRED = "approval.expired"
         APPROVAL_RULE_CHANGED = "approval.rule_changed"
+        CHANNEL_CREATED = "channel.created"
+        CHANNEL_CONFIGURED = "channel.configured"
         LOGIN_LOCKED = "login.locked"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.

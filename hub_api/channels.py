@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from hub_api.endpoints import Operation, route
 
-urlpatterns: list[URLPattern] = []
+urlpatterns = [
+    route(
+        "channels",
+        Operation("get", "channel_list"),
+        Operation("post", "channel_create", created=True),
+        tag="channels",
+    ),
+    route("channels/<str:channel_id>", Operation("get", "channel_info"), tag="channels"),
+    route("channels/<str:channel_id>/join", Operation("post", "channel_join"), tag="channels"),
+    route("channels/<str:channel_id>/leave", Operation("post", "channel_leave"), tag="channels"),
+    route("channels/<str:channel_id>/configure", Operation("post", "channel_configure"), tag="channels"),
+    route(
+        "channels/<str:channel_id>/posts",
+        Operation("get", "channel_read"),
+        Operation("post", "channel_post", created=True),
+        tag="channels",
+    ),
+]

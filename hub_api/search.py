@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from hub_api.endpoints import Operation, route
 
-urlpatterns: list[URLPattern] = []
+urlpatterns = [route("search", Operation("get", "search"), tag="search")]

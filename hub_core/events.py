@@ -49,6 +49,7 @@ class EventType(StrEnum):
     QUESTION_ANSWERED = "question_answered"
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_UPDATED = "approval_updated"
+    CHANNEL_POST = "channel_post"
 
 
 # Each event type's payload keys, exactly: a consumer can rely on every one being present.
@@ -82,6 +83,11 @@ EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
     EventType.APPROVAL_UPDATED: frozenset({"approval_id", "tool", "status", "approvals", "decided_by", "reason"}),
     EventType.LEASE_LOST: frozenset(
         {"task_id", "to_name", "from_name", "lease_seconds", "outcome", "retry_at", "message_id"}
+    ),
+    # To a channel's members but the sender (of a pub/sub channel: its subscribers), a post at position
+    # seq; content cut short when long (truncated: read it whole with channel_read after seq - 1).
+    EventType.CHANNEL_POST: frozenset(
+        {"channel_id", "name", "channel_type", "seq", "sender", "kind", "content", "truncated"}
     ),
 }
 

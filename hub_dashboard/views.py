@@ -53,6 +53,7 @@ QUESTIONS_SHOWN = 100  # on the questions page: every unanswered one first
 AUDIT_PER_PAGE = 100
 FRAGMENTS = frozenset(
     {"fleet", "pool", "tasks", "task", "completions", "questions", "questions_count", "approvals", "approvals_count"}
+    | {"channels", "channel_posts"}
 )  # the pages' live regions
 # The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first, stalest first,
 # longest-running first: the order that finds a stuck agent at the top.

@@ -42,11 +42,15 @@ from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
 from hub_api.search import urlpatterns as search_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
+from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_events.models import Event
+from hub_search.models import SearchEntry
 from hub_tasks.models import Completion, InboxMessage, Question, Task, TaskEvent
 from hub_tools.models import Approval, ApprovalRule, ApprovalVote
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
 from tests.helpers.calls import (
+    channel_create,
+    channel_post,
     completion_report,
     message_send,
     question_ask,
@@ -68,6 +72,7 @@ VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 READ_TOOLS = {
     "get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task",
     "find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread",
+    "channel_list", "channel_info", "channel_read", "search",
 }  # fmt: skip
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval"}
@@ -104,6 +109,17 @@ ROUTES: dict[str, tuple[str, str]] = {
     "list_approvals": ("get", "approvals"),
     "decide_approval": ("post", "approvals/{approval_id}/decide"),
     "get_thread": ("get", "tasks/{task_id}/thread"),
+    # Beyond the contract: channels.
+    "channel_list": ("get", "channels"),
+    "channel_create": ("post", "channels"),
+    "channel_info": ("get", "channels/{channel_id}"),
+    "channel_join": ("post", "channels/{channel_id}/join"),
+    "channel_leave": ("post", "channels/{channel_id}/leave"),
+    "channel_configure": ("post", "channels/{channel_id}/configure"),
+    "channel_read": ("get", "channels/{channel_id}/posts"),
+    "channel_post": ("post", "channels/{channel_id}/posts"),
+    # Beyond the contract: search.
+    "search": ("get", "search"),
 }
 
 # How each refusal reads: (REST status, the MCP result's `error` wording).
@@ -113,6 +129,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "parent_task_not_found": (404, "parent task not found"),
     "question_not_found": (404, "question_not_found"),
     "approval_not_found": (404, "approval_not_found"),
+    "channel_not_found": (404, "channel_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
 }
@@ -144,6 +161,8 @@ class World:
     b_question: str  # b-coder's unanswered question about b_live
     b_admin: str
     b_approval: str  # a message to b-gated, held by B's rule
+    a_channel: str  # a group channel a-coder owns, a-helper a member, with a post of a-coder's
+    b_channel: str  # a group channel b-lead owns, b-coder a member, with a post of b-coder's
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -168,6 +187,7 @@ class World:
             *Completion.objects.filter(network=self.b).values_list("pk", flat=True),
             *Question.objects.filter(network=self.b).values_list("pk", flat=True),
             *Approval.objects.filter(network=self.b).values_list("pk", flat=True),
+            *Channel.objects.filter(network=self.b).values_list("pk", flat=True),
             *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
         ]
         return [secret for secret in [SECRET, *ids] if secret not in echoed]
@@ -199,6 +219,8 @@ def build_world() -> World:
     ApprovalRule.objects.create(network=a, name="A gate", tool="send_message", target_alias="a-gated")
     a_approval = message_send(actor=a_agent, alias="a-gated", message="A gated message")["approval_id"]
     completion_report(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
+    a_channel = channel_create(actor=a_agent, name="a-room", alias="a-coder", members=["a-helper"])["channel_id"]
+    channel_post(actor=a_agent, channel_id=a_channel, alias="a-coder", content="A post")
 
     for alias in ("b-coder", "b-lead", "report"):
         session_report(
@@ -229,6 +251,10 @@ def build_world() -> World:
     b_question = question_ask(actor=b_agent, task_id=b_live, question=f"{SECRET} question", options=["yes", "no"])
     ApprovalRule.objects.create(network=b, name=f"{SECRET} gate", tool="send_message", target_alias="b-gated")
     b_approval = message_send(actor=b_agent, alias="b-gated", message=f"{SECRET} gated message")["approval_id"]
+    b_channel = channel_create(
+        actor=b_agent, name=f"{SECRET}-room", alias="b-lead", members=["b-coder"], description=f"{SECRET} topic"
+    )["channel_id"]
+    channel_post(actor=b_agent, channel_id=b_channel, alias="b-coder", content=f"{SECRET} post")
 
     users = {}
     roles_of = {
@@ -265,6 +291,8 @@ def build_world() -> World:
         b_question=b_question["question_id"],
         b_admin=token_create(network=b, role="admin", name="b-admin")[1],
         b_approval=b_approval,
+        a_channel=a_channel,
+        b_channel=b_channel,
         users=users,
     )
 
@@ -280,6 +308,9 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "approval_rules": (ApprovalRule, "network_id"),
     "approvals": (Approval, "network_id"),
     "approval_votes": (ApprovalVote, "approval__network_id"),
+    "channels": (Channel, "network_id"),
+    "channel_members": (ChannelMember, "channel__network_id"),
+    "channel_posts": (ChannelPost, "channel__network_id"),
     "events": (Event, "network_id"),
     "audit": (AuditEntry, "network_id"),
 }
@@ -481,6 +512,34 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     # approvals: B holds a message for approval
     "list_approvals": ("list_approvals", {}, None),
     "get_thread-b_live": ("get_thread", {"task_id": "@b_live"}, "task_not_found"),
+    # channels: B has a channel (its name, description and post hold B's secret)
+    "channel_list": ("channel_list", {}, None),
+    "channel_list-b_alias": ("channel_list", {"alias": "b-coder"}, None),
+    "channel_list-network_b": ("channel_list", {"network_id": "@b"}, "permission_denied"),
+    "channel_create": ("channel_create", {"name": "fresh-room", "alias": "b-lead"}, None),
+    "channel_create-network_b": (
+        "channel_create",
+        {"name": "intrusion", "alias": "b-lead", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "channel_info-b_channel": ("channel_info", {"channel_id": "@b_channel"}, "channel_not_found"),
+    "channel_read-b_channel": ("channel_read", {"channel_id": "@b_channel", "alias": "b-coder"}, "channel_not_found"),
+    "channel_join-b_channel": ("channel_join", {"channel_id": "@b_channel", "alias": "b-spy"}, "channel_not_found"),
+    "channel_leave-b_channel": ("channel_leave", {"channel_id": "@b_channel", "alias": "b-coder"}, "channel_not_found"),
+    "channel_configure-b_channel": (
+        "channel_configure",
+        {"channel_id": "@b_channel", "alias": "b-lead", "retention_max_posts": 1, "description": "intrusion"},
+        "channel_not_found",
+    ),
+    "channel_post-b_channel": (
+        "channel_post",
+        {"channel_id": "@b_channel", "alias": "b-coder", "content": "intrusion"},
+        "channel_not_found",
+    ),
+    # search: B's words find nothing of B's; words both networks have find A's rows only
+    "search": ("search", {"query": SECRET}, None),
+    "search-task": ("search", {"query": "task"}, None),
+    "search-network_b": ("search", {"query": "task", "network_id": "@b"}, "permission_denied"),
     "list_approvals-b_approval": ("list_approvals", {"approval_id": "@b_approval"}, None),
     "list_approvals-network_b": ("list_approvals", {"network_id": "@b"}, "permission_denied"),
     "decide_approval-b_approval": (
@@ -544,6 +603,18 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         if arguments.get("approval_id"):
             approvals = approvals.filter(pk=arguments["approval_id"])
         assert {row["approval_id"] for row in body["approvals"]} == set(approvals.values_list("pk", flat=True))
+    elif tool == "search":  # every entry of A's that has all the words, and nothing else
+        words = set(arguments["query"].lower().split())
+        entries = SearchEntry.objects.filter(network_id=a)
+        found = {(e.kind, e.object_id) for e in entries if words <= set(e.terms.split())}
+        assert {(row["kind"], row["id"]) for row in body["results"]} == found
+    elif tool == "channel_list":  # A's channels (of which the alias is a member)
+        channels = Channel.objects.filter(network_id=a)
+        if alias:
+            channels = channels.filter(members__alias=alias)
+        assert {row["channel_id"] for row in body["channels"]} == set(channels.values_list("pk", flat=True))
+    elif tool == "channel_create":  # a channel of A's own, whatever B has
+        assert body["network_id"] == a and body["channel_id"] != world.b_channel
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -592,6 +663,9 @@ DASHBOARD_CROSS: dict[str, tuple[str, str, dict[str, str]]] = {
     "broadcast-network_b": ("post", "/broadcast/?network=@b", {"message": "intrusion"}),
     "approvals-network_b": ("get", "/approvals/?network=@b", {}),
     "approve-b_approval": ("post", "/approvals/@b_approval/decide/", {"decision": "approve"}),
+    "channels-network_b": ("get", "/channels/?network=@b", {}),
+    "channel_page": ("get", "/channels/@b_channel/", {}),
+    "channel_post": ("post", "/channels/@b_channel/", {"content": "intrusion", "join": "1"}),
 }
 # Forms only a network's owners and admins may send: sent by A's admin (and, for the control, B's).
 DASHBOARD_ADMIN_FORMS = {"approve-b_approval", "approve"}
@@ -629,6 +703,11 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "ask_operator": {"task_id": "@a_live", "question": "from a viewer?"},
     "answer_question": {"question_id": "@a_question", "answer": "from a viewer"},
     "decide_approval": {"approval_id": "@a_approval", "decision": "approve"},
+    "channel_create": {"name": "viewer-room", "alias": "a-coder"},
+    "channel_join": {"channel_id": "@a_channel", "alias": "a-newcomer"},
+    "channel_leave": {"channel_id": "@a_channel", "alias": "a-helper"},
+    "channel_configure": {"channel_id": "@a_channel", "alias": "a-coder", "description": "set by a viewer"},
+    "channel_post": {"channel_id": "@a_channel", "alias": "a-coder", "content": "from a viewer"},
 }
 VIEWER_READS: dict[str, dict[str, Any]] = {
     "get_all_status": {},
@@ -642,6 +721,10 @@ VIEWER_READS: dict[str, dict[str, Any]] = {
     "list_questions": {},
     "list_approvals": {},
     "get_thread": {"task_id": "@a_live"},
+    "channel_list": {},
+    "channel_info": {"channel_id": "@a_channel"},
+    "channel_read": {"channel_id": "@a_channel", "alias": "a-coder"},
+    "search": {"query": "task"},
 }
 VIEWERS = {
     "viewer_token": "a_viewer",  # a network token with the viewer role
@@ -683,7 +766,11 @@ DASHBOARD_WRITES: dict[str, tuple[str, dict[str, str]]] = {
     "dispatch": ("/dispatch/", {"alias": "a-coder", "task": "from a viewer", "priority": "high"}),
     "broadcast": ("/broadcast/", {"message": "from a viewer"}),
     "approve": ("/approvals/@a_approval/decide/", {"decision": "approve"}),
+    "channel_create": ("/channels/", {"name": "viewer-room", "type": "group"}),
+    "channel_post": ("/channels/@a_channel/", {"content": "from a viewer", "join": "1"}),
 }
+# Forms that show the page again with the refusal (and what was typed): 400, not a redirect.
+DASHBOARD_FORMS_SHOWN_AGAIN = {"dispatch", "channel_create", "channel_post"}
 
 
 def dashboard_post(world: World, user: str, action: str) -> Any:
@@ -894,6 +981,8 @@ class TestInRolledBackTransactions:
         assert fingerprint(world.b.pk) == b_before
         if case_id in ("task_page", "retry", "cancel", "reassign"):
             assert response.status_code == 404 and "No task" in page
+        elif case_id in ("channel_page", "channel_post"):
+            assert response.status_code == 404 and "No channel" in page
         else:
             assert response.status_code in (200, 400) and dashboard_user(case_id, "a") in page
 
@@ -939,7 +1028,7 @@ class TestInRolledBackTransactions:
         response = dashboard_post(world, user, action)
 
         page = response.content.decode()
-        assert response.status_code == (400 if action == "dispatch" else 200)
+        assert response.status_code == (400 if action in DASHBOARD_FORMS_SHOWN_AGAIN else 200)
         assert VIEWER_REFUSAL.format(world.a.pk) in page
         assert not re.search(r"Task \w+ done\.|Broadcast to \d+ agents|Task sent to", page)
         assert fingerprint() == before

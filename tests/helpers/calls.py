@@ -56,3 +56,12 @@ task_thread = _tool("get_thread")
 # Beyond the contract: approvals.
 approval_list = _tool("list_approvals")
 approval_decide = _tool("decide_approval")
+# Beyond the contract: channels.
+channel_create = _tool("channel_create")
+channel_list = _tool("channel_list")
+channel_join = _tool("channel_join")
+channel_leave = _tool("channel_leave")
+channel_info = _tool("channel_info")
+channel_configure = _tool("channel_configure")
+channel_post = _tool("channel_post")
+channel_read = _tool("channel_read")

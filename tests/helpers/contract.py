@@ -19,9 +19,19 @@ QUESTION_TOOLS = ("ask_operator", "answer_question", "list_questions")
 APPROVAL_TOOLS = ("list_approvals", "decide_approval")
 # Issue 18: a task's thread (hub_tasks.selectors.task_thread).
 THREAD_TOOLS = ("get_thread",)
-EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS)
+# Issue 18: channels (hub_channels).
+CHANNEL_TOOLS = (
+    "channel_create", "channel_list", "channel_join", "channel_leave", "channel_info", "channel_configure",
+    "channel_post", "channel_read",
+)  # fmt: skip
+# Issue 18: search (hub_search).
+SEARCH_TOOLS = ("search",)
+EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS, *CHANNEL_TOOLS, *SEARCH_TOOLS)
 # The extensions that only read (readOnlyHint true); the others write.
-READ_ONLY_EXTENSIONS = frozenset({"find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread"})
+READ_ONLY_EXTENSIONS = frozenset(
+    {"find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread", "search"}
+)
+READ_ONLY_EXTENSIONS |= {"channel_list", "channel_info", "channel_read"}
 
 
 def assert_contract_first(names: Sequence[str]) -> None:

@@ -39,6 +39,7 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "list_tasks": ("/api/v1/tasks", "get", "200", None),
     "get_task": ("/api/v1/tasks/{task_id}", "get", "200", None),
     "get_thread": ("/api/v1/tasks/{task_id}/thread", "get", "200", None),
+    "search": ("/api/v1/search", "get", "200", None),
     "send_ack": ("/api/v1/tasks/{task_id}/ack", "post", "200", []),
     "retry_task": ("/api/v1/tasks/{task_id}/retry", "post", "200", []),
     "cancel_task": ("/api/v1/tasks/{task_id}/cancel", "post", "200", []),
@@ -57,6 +58,15 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     # Beyond the contract: approvals.
     "list_approvals": ("/api/v1/approvals", "get", "200", None),
     "decide_approval": ("/api/v1/approvals/{approval_id}/decide", "post", "200", ["decision"]),
+    # Beyond the contract: channels.
+    "channel_list": ("/api/v1/channels", "get", "200", None),
+    "channel_create": ("/api/v1/channels", "post", "201", ["name", "alias"]),
+    "channel_info": ("/api/v1/channels/{channel_id}", "get", "200", None),
+    "channel_join": ("/api/v1/channels/{channel_id}/join", "post", "200", ["alias"]),
+    "channel_leave": ("/api/v1/channels/{channel_id}/leave", "post", "200", ["alias"]),
+    "channel_configure": ("/api/v1/channels/{channel_id}/configure", "post", "200", []),
+    "channel_read": ("/api/v1/channels/{channel_id}/posts", "get", "200", None),
+    "channel_post": ("/api/v1/channels/{channel_id}/posts", "post", "201", ["alias", "content"]),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
 }
@@ -69,10 +79,14 @@ QUERY_PARAMETERS = {
     "list_tasks": {"alias", "status", "from_name", "network_id", "limit", "dead_letter", "blocked"},
     "get_task": set(),
     "get_thread": set(),
+    "search": {"query", "kinds", "alias", "since", "network_id", "limit"},
     "find_agents": {"skill", "status", "network_id"},
     "list_open_tasks": {"alias", "skill", "network_id", "limit"},
     "list_questions": {"task_id", "unanswered", "network_id", "limit"},
     "list_approvals": {"status", "approval_id", "network_id", "limit"},
+    "channel_list": {"alias", "type", "name", "network_id", "limit"},
+    "channel_info": set(),
+    "channel_read": {"alias", "after", "since", "limit"},
 }
 REFUSALS = ["400", "401", "403", "404", "409"]
 

@@ -291,7 +291,17 @@ def base_arguments(world: World) -> dict[str, dict[str, Any]]:
         "list_questions": {},
         "list_approvals": {},
         "get_thread": {"task_id": world.task_id},
+        "search": {"query": "parser"},
         "decide_approval": {"approval_id": "apr_0000000000000000", "decision": "approve"},
+        # Channels (an id no channel has: arguments are refused before it is looked up).
+        "channel_create": {"name": "fuzz-room", "alias": "coder"},
+        "channel_list": {},
+        "channel_join": {"channel_id": "chn_0000000000000000", "alias": "coder"},
+        "channel_leave": {"channel_id": "chn_0000000000000000", "alias": "coder"},
+        "channel_info": {"channel_id": "chn_0000000000000000"},
+        "channel_configure": {"channel_id": "chn_0000000000000000", "alias": "coder"},
+        "channel_post": {"channel_id": "chn_0000000000000000", "alias": "coder", "content": "hi"},
+        "channel_read": {"channel_id": "chn_0000000000000000", "alias": "coder"},
     }
 
 
@@ -302,6 +312,8 @@ def test_every_tool_has_base_arguments_that_it_accepts(client: Client, world: Wo
         *("find_agents", "list_open_tasks", "claim_task", "list_questions", "ask_operator", "answer_question"),
         "list_approvals",
         "get_thread",
+        *("channel_create", "channel_list"),
+        "search",
     ):
         assert tool_outcome(client, world.token, tool, base_arguments(world)[tool], version=None)["ok"] is True
 

@@ -16,6 +16,7 @@ for (const select of document.querySelectorAll("form.switcher select")) {
   const network = document.body.dataset.network;
   const badge = document.getElementById("live");
   const taskPage = (location.pathname.match(/^\/tasks\/([^/]+)\/$/) || [])[1];
+  const channelPage = (location.pathname.match(/^\/channels\/([^/]+)\/$/) || [])[1];
   const ALL = "*";
   const BURST = 10; // more keys than this in one batch: one region fetch is cheaper
   const positions = {};
@@ -191,6 +192,10 @@ for (const select of document.querySelectorAll("form.switcher select")) {
         if (frame.type === "question_asked" || frame.type === "question_answered") want(name);
       } else if (name === "approvals" || name === "approvals_count") {
         if (frame.type === "approval_requested" || frame.type === "approval_updated") want(name);
+      } else if (name === "channels") {
+        if (frame.type === "channel_post") want(name); // a row's last post and position
+      } else if (name === "channel_posts") {
+        if (frame.type === "channel_post" && p.channel_id === channelPage) want(name);
       } else if (name === "pool") {
         // Posted, claimed (created → acked), ended or back in the pool: the open tasks changed.
         if (frame.type === "new_open_task" || frame.type === "task_expired" || (frame.type === "task_updated" && (p.from_status === "created" || p.to_status === "created"))) want(name);

@@ -1,0 +1,116 @@
+"""The search syntax, parsed once in Python and compiled for each engine.
+
+    deploy staging         every word must appear (in any order)
+    "disk is full"         these words, next to each other, in this order
+    -flaky  -"dry run"     leave out what has this word (or phrase)
+    migrat*                a word that starts with this (at least 2 characters)
+
+Words are what `terms()` makes of a text, on both sides of the index: letters and digits, lower-case,
+accents dropped; everything else separates words. The index stores the words the same function
+made of each text, so SQLite's FTS5 and PostgreSQL's tsvector see the very same words and answer the
+same rows: neither engine's own tokenizer (PostgreSQL's would keep `report.pdf` or `a-b` whole) or
+stemmer has a say. A bare word holding punctuation (`B-SECRET`, `hub_tasks.models`) is the phrase of
+its parts, as the text's words are. Words only ever reach SQL as quoted tokens of [letters digits],
+so no query can change the expression it compiles to.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from hub_core.errors import invalid_argument
+
+QUERY_MAX = 500  # characters
+ITEMS_MAX = 16  # words, phrases and exclusions in one query
+WORD_MAX = 100  # longer words are not indexed (PostgreSQL refuses lexemes over 2 KB; nobody searches them)
+WORDS_INDEXED = 16_000  # per text: tsvector positions end at 16,383
+PREFIX_MIN = 2
+
+WORD = re.compile(r"[^\W_]+")
+_ITEM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
+
+
+def fold(word: str) -> str:
+    """Lower-case, accents dropped (é → e): NFKD splits them off as combining marks."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(ch))
+
+
+def words(text: str) -> list[str]:
+    """The words of a text as the index knows them, in order."""
+    found = (fold(match.group()) for match in WORD.finditer(text))
+    return [word for word in found if word and len(word) <= WORD_MAX]
+
+
+def terms(text: str) -> str:
+    """What the index stores of a text: its words, space-separated (the first WORDS_INDEXED)."""
+    return " ".join(words(text)[:WORDS_INDEXED])
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One or more words in a row; `prefix`: the last one may go on (migrat* finds migration)."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+
+    def fts5(self) -> str:
+        return '"' + " ".join(self.words) + '"' + ("*" if self.prefix else "")
+
+    def tsquery(self) -> str:
+        parts = [f"'{word}'" for word in self.words]
+        if self.prefix:
+            parts[-1] += ":*"
+        return "(" + " <-> ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class Query:
+    wanted: tuple[Phrase, ...]
+    excluded: tuple[Phrase, ...] = ()
+
+    def fts5(self) -> str:
+        """An FTS5 MATCH expression: the wanted phrases ANDed, then each exclusion NOTed out."""
+        expression = "(" + " AND ".join(phrase.fts5() for phrase in self.wanted) + ")"
+        return expression + "".join(f" NOT {phrase.fts5()}" for phrase in self.excluded)
+
+    def tsquery(self) -> str:
+        """A `to_tsquery('simple', ...)` expression of the same meaning."""
+        return " & ".join([*(p.tsquery() for p in self.wanted), *(f"!{p.tsquery()}" for p in self.excluded)])
+
+
+def _bad(problem: str) -> Exception:
+    return invalid_argument("query", problem)
+
+
+def _phrase(raw: str, *, quoted: bool) -> Phrase | None:
+    prefix = not quoted and raw.endswith("*")
+    found = words(raw.rstrip("*") if prefix else raw)
+    if not found:
+        if any(match.group() for match in WORD.finditer(raw)):
+            raise _bad(f"has a word longer than {WORD_MAX} characters, which is not indexed")
+        return None  # punctuation only: nothing to look for, as in the texts
+    if prefix and len(found[-1]) < PREFIX_MIN:
+        raise _bad(f"needs at least {PREFIX_MIN} letters before a * (got {raw!r})")
+    return Phrase(tuple(found), prefix)
+
+
+def parse(text: str) -> Query:
+    """The query, or invalid_argument naming `query` for syntax that means nothing."""
+    if text.count('"') % 2:
+        raise _bad('has a " without its closing " (quote a phrase like "disk is full")')
+    wanted: list[Phrase] = []
+    excluded: list[Phrase] = []
+    for match in _ITEM.finditer(text):
+        minus, quoted, bare = match.groups()
+        if bare == "-" and not minus:  # "--" is punctuation, as in a text
+            raise _bad("has a - with nothing after it (write -word to leave out what has word)")
+        phrase = _phrase(quoted if quoted is not None else bare, quoted=quoted is not None)
+        if phrase is not None:
+            (excluded if minus else wanted).append(phrase)
+    if not wanted:
+        raise _bad("has no word to look for (a - only leaves words out)" if excluded else "has no word to look for")
+    if len(wanted) + len(excluded) > ITEMS_MAX:
+        raise _bad(f"has more than {ITEMS_MAX} words, phrases and exclusions")
+    return Query(tuple(wanted), tuple(excluded))

@@ -1,0 +1,64 @@
+"""Search in a real browser (issue 18): the nav's search box on any page leads to the results of
+the operator's network, best first, matches highlighted (and the texts' own markup shown as text).
+Shots of the results page on a desktop and on a phone."""
+
+from __future__ import annotations
+
+import pytest
+
+from hub_agents.services import membership_set
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture
+def operator(network, django_user_model):
+    user = django_user_model.objects.create_user("ada", password="unused")
+    membership_set(user=user, network=network, role="viewer")
+    return user
+
+
+def test_the_nav_box_finds_tasks_messages_and_completions_highlighted(
+    hub_server, page_for, agent_http, operator, screenshot_dir
+):
+    hub = hub_server()
+    task = agent_http.mcp(
+        hub, "send_task", alias="coder", task="Deploy the <b>parser</b> to staging", from_session="lead"
+    )
+    agent_http.mcp(hub, "send_message", alias="coder", message="staging deploy is blocked by the migration")
+    agent_http.mcp(hub, "report_completion", alias="coder", task="Write the docs", result="deployed to staging")
+    agent_http.mcp(hub, "send_task", alias="coder", task="unrelated work", from_session="lead")
+    page = page_for(hub, operator)
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto("/fleet/")
+
+    page.fill("form.navsearch input[name=q]", "deploy staging")
+    page.press("form.navsearch input[name=q]", "Enter")
+
+    page.wait_for_selector("table.search-results")
+    assert page.url.endswith("/search/?q=deploy+staging")
+    rows = page.locator("table.search-results tbody tr")
+    assert rows.count() == 2  # the task and the message; the completion says "deployed", not "deploy"
+    kinds = sorted(rows.nth(i).get_attribute("data-key").split("-", 1)[0] for i in range(rows.count()))
+    assert kinds == ["message", "task"]
+    marked = page.locator(f"tr[data-key='task-{task['task_id']}'] .snippet mark")
+    assert [marked.nth(i).inner_text() for i in range(marked.count())] == ["Deploy", "staging"]
+    assert "<b>parser</b>" in page.inner_text(f"tr[data-key='task-{task['task_id']}'] .snippet")  # text, not markup
+    assert page.locator(".snippet b").count() == 0
+
+    page.fill(".search-form input[name=q]", "deploy* staging")
+    page.select_option(".search-form select[name=kind]", "completion")
+    page.click(".search-form button")
+    page.wait_for_selector("table.search-results tbody tr[data-key^=completion]")
+    assert page.locator("table.search-results tbody tr").count() == 1
+
+    page.goto("/search/?q=deploy+staging")
+    for size, viewport in SIZES.items():
+        page.set_viewport_size(viewport)
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        page.screenshot(
+            path=screenshot_dir / ("search.png" if size == "desktop" else "search-phone.png"), full_page=True
+        )
+    assert problems == []
