@@ -40,7 +40,7 @@ from hub_channels.models import (
     MemberRole,
 )
 from hub_channels.selectors import ChannelDetail, channel_detail, channel_not_found, not_a_member
-from hub_core.errors import HubError, invalid_argument, permission_denied
+from hub_core.errors import HubError, invalid_argument, permission_denied, unusable_argument
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 
 # How a limit argument reads: None left out, 0 lifted (no limit), else the limit.
@@ -103,15 +103,17 @@ def channel_create(
     """channel_create: a channel named uniquely in the network; `alias` is its first owner, `members`
     join it at once (a direct channel: exactly one other alias, and no max_members)."""
     network_id = actor.writable_network(network_id)
+    if members is not None and len(set(members)) != len(members):
+        raise invalid_argument("members", "names an alias more than once")
     others = list(dict.fromkeys(member for member in members or [] if member != alias))
     if type == ChannelType.DIRECT:
         if len(others) != 1:
-            raise invalid_argument("members", "must name exactly one alias besides yours for a direct channel")
+            raise unusable_argument("members", "must name exactly one alias besides yours for a direct channel")
         if max_members is not None:
-            raise invalid_argument("max_members", "is always 2 for a direct channel; leave it out")
+            raise unusable_argument("max_members", "is always 2 for a direct channel; leave it out")
         max_members = 2
     if max_members and 1 + len(others) > max_members:
-        raise invalid_argument("members", f"names more aliases than max_members ({max_members}) allows")
+        raise unusable_argument("members", f"names more aliases than max_members ({max_members}) allows")
     try:
         with transaction.atomic():  # a savepoint: a taken name leaves the caller's transaction usable
             channel = Channel.objects.create(
@@ -265,7 +267,7 @@ def channel_post(*, actor: Actor, channel_id: str, alias: str, content: str, kin
             "message_too_large",
             f"The post is {size} bytes; channel {channel.name} takes at most {channel.max_message_bytes} "
             "(UTF-8). Split it, or ask an owner to raise max_message_bytes.",
-            status=413,
+            status=409,  # schema-valid input the channel's own limit refuses: a conflict, not a bad request
             max_message_bytes=channel.max_message_bytes,
         )
     channel.last_seq += 1

@@ -34,13 +34,21 @@ class HubError(Exception):
         return f"HubError({self.code!r}, {self.message!r})"
 
 
-def invalid_argument(field: str, problem: str) -> HubError:
+def invalid_argument(field: str, problem: str, *, status: int = 400) -> HubError:
     return HubError(
         "invalid_argument",
         f"Fix the argument `{field}` and call again: it {problem}.",
+        status=status,
         error=f"{field}: {problem}",
         field=field,
     )
+
+
+def unusable_argument(field: str, problem: str) -> HubError:
+    """An argument its schema admits that this call cannot use (a query with no word to look for, a
+    direct channel's members): 409, as every refusal of schema-valid input; 400 means "not what the
+    schema says"."""
+    return invalid_argument(field, problem, status=409)
 
 
 def permission_denied(message: str) -> HubError:

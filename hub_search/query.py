@@ -20,7 +20,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from hub_core.errors import invalid_argument
+from hub_core.errors import unusable_argument
 
 QUERY_MAX = 500  # characters
 ITEMS_MAX = 16  # words, phrases and exclusions in one query
@@ -81,7 +81,7 @@ class Query:
 
 
 def _bad(problem: str) -> Exception:
-    return invalid_argument("query", problem)
+    return unusable_argument("query", problem)
 
 
 def _phrase(raw: str, *, quoted: bool) -> Phrase | None:
@@ -89,7 +89,9 @@ def _phrase(raw: str, *, quoted: bool) -> Phrase | None:
     found = words(raw.rstrip("*") if prefix else raw)
     if not found:
         if any(match.group() for match in WORD.finditer(raw)):
-            raise _bad(f"has a word longer than {WORD_MAX} characters, which is not indexed")
+            # No text holds a word that long in the index: the phrase matches nothing (not an error:
+            # the query is well-formed).
+            return Phrase(("z" * (WORD_MAX + 1),), False)
         return None  # punctuation only: nothing to look for, as in the texts
     if prefix and len(found[-1]) < PREFIX_MIN:
         raise _bad(f"needs at least {PREFIX_MIN} letters before a * (got {raw!r})")

@@ -201,7 +201,7 @@ def test_a_post_over_the_channels_byte_limit_is_refused(agent):
 
     refusal = refused(channel_post, actor=agent, channel_id=channel_id, alias="coder", content="é" * 6)  # 12 bytes
 
-    assert (refusal.code, refusal.status, refusal.extra["max_message_bytes"]) == ("message_too_large", 413, 10)
+    assert (refusal.code, refusal.status, refusal.extra["max_message_bytes"]) == ("message_too_large", 409, 10)
     assert channel_post(actor=agent, channel_id=channel_id, alias="coder", content="é" * 5)["seq"] == 1
     channel_configure(actor=agent, channel_id=channel_id, alias="lead", max_message_bytes=12)
     assert channel_post(actor=agent, channel_id=channel_id, alias="coder", content="é" * 6)["seq"] == 2

@@ -61,7 +61,7 @@ def test_refusals_over_rest_say_why_with_their_status(network, other_network):
         call("post", "channels", {"name": "ops", "alias": "x"}), 409, "channel_exists", channel_id=channel_id
     )
     assert_refused(call("get", posts, {"alias": "stranger"}), 403, "not_a_member")
-    assert_refused(call("post", posts, {"alias": "lead", "content": "x" * 9}), 413, "message_too_large")
+    assert_refused(call("post", posts, {"alias": "lead", "content": "x" * 9}), 409, "message_too_large")
     assert_refused(
         call("get", posts, {"alias": "lead", "since": "last tuesday"}), 400, "invalid_argument", field="since"
     )
