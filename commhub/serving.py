@@ -10,11 +10,16 @@ Neither server logs requests through Django's LOGGING on its own:
   the worker takes from gunicorn's access log (`--access-logfile`), and errors on `uvicorn.error`
   with gunicorn's error handlers. GunicornLogger (named by gunicorn.conf.py) puts the filter on
   every handler gunicorn makes, so whatever gunicorn or uvicorn writes through them is redacted.
+
+Both servers write a request's access line from within the application's `send` of its last
+message (daphne) or its first (uvicorn), so under COMMHUB_LOG_FORMAT=json that line carries the
+request's id, caller and network like every other line of it (commhub.logs).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +29,7 @@ from daphne.server import Server
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
+from commhub.logs import JsonFormatter
 from commhub.security import RedactTokens
 
 access_logger = logging.getLogger("daphne.access")
@@ -69,14 +75,21 @@ class DaphneCommandLine(CommandLineInterface):
 
 
 class GunicornLogger(Logger):
-    """gunicorn's logger with the redacting filter on every handler it sets up (access and error)."""
+    """gunicorn's logger with the redacting filter on every handler it sets up (access and error),
+    and under COMMHUB_LOG_FORMAT=json the hub's JSON lines on them too (uvicorn logs each access
+    line from within the application's `send`, so it carries the request's id)."""
 
     def setup(self, cfg: Config) -> None:
         super().setup(cfg)
+        # The environment, not Django's settings: gunicorn sets up its logging before it loads the
+        # application. A wrong value stops the workers when they read the settings.
+        json_lines = os.environ.get("COMMHUB_LOG_FORMAT") == "json"
         for log in (self.error_log, self.access_log):
             for handler in log.handlers:
                 if not any(isinstance(existing, RedactTokens) for existing in handler.filters):
                     handler.addFilter(RedactTokens())
+                if json_lines:
+                    handler.setFormatter(JsonFormatter())
 
 
 if __name__ == "__main__":

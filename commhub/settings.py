@@ -7,6 +7,7 @@ process at start-up with a message naming the variable.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -87,6 +88,7 @@ INSTALLED_APPS = [
     "hub_channels",
     "hub_fleet",
     "hub_search",
+    "hub_webhooks",
     "hub_tools",
     "hub_api",
     "hub_mcp",
@@ -220,6 +222,9 @@ if COMMHUB_DEFAULT_TTL_SECONDS > TTL_MAX:
 
 # How long the event log keeps events for reconnecting clients (Last-Event-ID) to catch up.
 COMMHUB_EVENT_RETENTION_SECONDS = _int_setting("COMMHUB_EVENT_RETENTION_SECONDS", 7 * 86400, minimum=60)
+# Outbound webhooks may reach loopback, private, link-local and other non-public addresses only when
+# this is true (a trusted network, the tests): otherwise a subscription could probe the hub's own LAN.
+COMMHUB_WEBHOOKS_ALLOW_PRIVATE = env.bool("COMMHUB_WEBHOOKS_ALLOW_PRIVATE", default=False)
 
 # Largest request body /mcp and the API accept (a clear 413 beyond it).
 COMMHUB_MAX_REQUEST_BYTES = _int_setting("COMMHUB_MAX_REQUEST_BYTES", 1_048_576, minimum=1024)
@@ -245,6 +250,18 @@ if COMMHUB_RATE_LIMIT_STORAGE.partition("://")[0] not in RATE_LIMIT_STORAGE_SCHE
     )
 # Names this hub's counters in a shared Redis, apart from other hubs (or test runs) using it.
 COMMHUB_RATE_LIMIT_PREFIX = env.str("COMMHUB_RATE_LIMIT_PREFIX", default="commhub")
+
+# GET /metrics (commhub.metrics): set, a scraper must send "Authorization: Bearer <this>"; unset, only
+# clients on this machine (loopback, not through a proxy) are answered.
+COMMHUB_METRICS_TOKEN = env.str("COMMHUB_METRICS_TOKEN", default="")
+# Set, prometheus_client keeps every process's metrics in files there (commhub.metrics adds them up):
+# it must name a directory, or the files land wherever the process runs (an empty value: its cwd).
+_metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _metrics_dir is not None and not (_metrics_dir and os.path.isdir(_metrics_dir)):
+    raise ImproperlyConfigured(
+        "PROMETHEUS_MULTIPROC_DIR must name an existing directory that every hub process can write,"
+        f" got {_metrics_dir!r} (unset it for one process's own metrics)"
+    )
 
 
 def _failure_limit(name: str, default: str) -> str:
@@ -322,10 +339,27 @@ if PRODUCTION:
         # Only behind a proxy that sets this header itself: a client could otherwise claim HTTPS.
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# "text": plain lines; "json": one JSON object a line, with the request id, the caller and the
+# network of the request it was logged in (commhub.logs). Tokens are redacted either way.
+COMMHUB_LOG_FORMAT = env.str("COMMHUB_LOG_FORMAT", default="text")
+if COMMHUB_LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f'COMMHUB_LOG_FORMAT must be "text" or "json", got {COMMHUB_LOG_FORMAT!r}')
+if COMMHUB_LOG_FORMAT == "json":
+    logging.captureWarnings(True)  # a Python warning is a JSON line too (logger py.warnings), not bare stderr
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"redact_tokens": {"()": "commhub.security.RedactTokens"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_tokens"]}},
+    "formatters": {"json": {"()": "commhub.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["redact_tokens"],
+            **({"formatter": "json"} if COMMHUB_LOG_FORMAT == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # httpx logs every request's whole URL at INFO: a webhook's URL may carry a secret in its path.
+    "loggers": {"httpx": {"level": "WARNING"}},
 }

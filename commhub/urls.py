@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from commhub.health import healthz
 from commhub.login_guard import AdminLoginForm
+from commhub.metrics import metrics_view
 from hub_api.cards import hub_card_view
 from hub_api.errors import api_not_found
 from hub_live.sse import event_stream
@@ -36,6 +37,7 @@ urlpatterns = [
     path("api/v1/", include(api)),
     path("events/<str:alias>", event_stream, name="events"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("hub_dashboard.urls")),
 ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hub_agents.models import ADMIN_ROLES, WRITE_ROLES
+from hub_core import logcontext
 from hub_core.errors import HubError, permission_denied
 
 # How an operator's dashboard writes name their sender (from_session): "dashboard:<username>".
@@ -24,11 +25,17 @@ class Actor:
     network_bound: bool
     user_id: int | None = None
 
+    @property
+    def person(self) -> str:
+        """Who is behind the call: the user (through any session or user token), or the network token."""
+        return f"user:{self.user_id}" if self.user_id is not None else self.key
+
     def readable_networks(self, network_id: str | None = None) -> list[str]:
         """The networks a read covers: all of the actor's, or the one asked for if it is one of them."""
         if network_id is None:
             return list(self.roles)
         self._check_member(network_id)
+        logcontext.set_network(network_id)
         return [network_id]
 
     def writable_network(self, network_id: str | None = None) -> str:
@@ -49,6 +56,7 @@ class Actor:
                 )
             (network_id,) = self.roles
         self.check_write(network_id)
+        logcontext.set_network(network_id)
         return network_id
 
     def check_write(self, network_id: str) -> None:

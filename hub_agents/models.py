@@ -196,6 +196,10 @@ class AuditEntry(models.Model):
         CHANNEL_CREATED = "channel.created"
         CHANNEL_CONFIGURED = "channel.configured"
         LOGIN_LOCKED = "login.locked"
+        WEBHOOK_CREATED = "webhook.created"
+        WEBHOOK_CHANGED = "webhook.changed"
+        WEBHOOK_DELETED = "webhook.deleted"
+        WEBHOOK_DISABLED = "webhook.disabled"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.
     # Empty for what happens outside any network (a login lockout): superusers see it in the admin.

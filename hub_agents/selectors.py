@@ -118,3 +118,14 @@ def audit_list(*, actor: Actor, network_id: str) -> QuerySet[AuditEntry]:
     if not actor.can_administer(network_id):
         raise permission_denied(f"Only owners and admins of network {network_id} may read its audit log.")
     return AuditEntry.objects.filter(network_id=network_id).order_by("-created_at", "-id")
+
+
+def agents_by_network_status(*, now: datetime | None = None) -> list[tuple[str, str, int]]:
+    """(network_id, status, sessions) over every network (/metrics): each session's status as
+    everyone reads it (offline once its heartbeat is stale); statuses with none left out."""
+    sessions = with_effective_status(AgentSession.objects.all(), now or timezone.now())
+    counts = sessions.values("network_id", "effective_status").annotate(count=Count("id"))
+    return [
+        (row["network_id"], row["effective_status"], row["count"])
+        for row in counts.order_by("network_id", "effective_status")
+    ]

@@ -26,7 +26,7 @@ from hub_agents.models import (
     Role,
     SessionStatus,
 )
-from hub_core import validate
+from hub_core import logcontext, validate
 from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 
@@ -181,7 +181,7 @@ def token_authenticate(*, raw: str) -> Actor:
     cached = actor_cache.get(digest, epoch)
     if cached is not None:
         cached.last_used_at = _record_use(cached.token_id, cached.last_used_at, now)
-        return cached.actor
+        return _in_logs(cached.actor)
     token = ApiToken.objects.select_related("user").filter(digest=digest, revoked_at__isnull=True).first()
     if token is None or (token.user is not None and not token.user.is_active):
         raise HubError(
@@ -190,6 +190,12 @@ def token_authenticate(*, raw: str) -> Actor:
     last_used_at = _record_use(token.pk, token.last_used_at, now)
     actor = _token_actor(token)
     actor_cache.put(digest, epoch, actor=actor, token_id=token.pk, last_used_at=last_used_at)
+    return _in_logs(actor)
+
+
+def _in_logs(actor: Actor) -> Actor:
+    """The request's caller from here on: its label (and its network, if one) on every log line."""
+    logcontext.set_caller(actor.label, actor.roles)
     return actor
 
 
@@ -201,7 +207,7 @@ def _token_actor(token: ApiToken) -> Actor:
             roles={token.network_id: token.role},
             network_bound=True,
         )
-    return actor_for_user(token.user, key=f"token:{token.pk}")
+    return _user_actor(token.user, key=f"token:{token.pk}")
 
 
 def actor_for_key(key: str) -> Actor:
@@ -215,7 +221,7 @@ def actor_for_key(key: str) -> Actor:
     elif kind == "user" and pk.isdigit():
         user = get_user_model().objects.filter(pk=int(pk), is_active=True).first()
         if user is not None:
-            return actor_for_user(user)
+            return _user_actor(user)  # not the request's caller: its log lines keep the approver
     raise HubError("unauthorized", "The caller's token was revoked or its user deactivated since.", status=401)
 
 
@@ -231,8 +237,13 @@ def _record_use(token_id: int, last_used_at: datetime | None, now: datetime) -> 
     return now
 
 
-def actor_for_user(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
-    """A signed-in user (dashboard) or a user token acting as the user."""
+def actor_for_user(user: AbstractBaseUser) -> Actor:
+    """A signed-in user (dashboard, a REST call by session, the dashboard's socket): the request's caller."""
+    return _in_logs(_user_actor(user))
+
+
+def _user_actor(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
+    """A user, or a user token acting as the user."""
     roles = dict(Membership.objects.filter(user=user).values_list("network_id", "role"))
     return Actor(
         label=f"user:{user.get_username()}",
@@ -282,11 +293,11 @@ def user_get_or_create(*, username: str) -> AbstractBaseUser:
     return user
 
 
-def session_lock(*, network_id: str, alias: str, resume_id: str | None = None) -> None:
+def session_lock(*, network_id: str, alias: str, resume_id: str | None = None) -> list[AgentSession]:
     """Lock the alias's sessions (and the session `resume_id`, wherever its alias), in key order:
-    the first lock a session-touching write takes."""
+    the first lock a session-touching write takes. Answers them, as locked."""
     mine = Q(alias=alias) | Q(resume_id=resume_id) if resume_id is not None else Q(alias=alias)
-    list(AgentSession.objects.select_for_update().filter(mine, network_id=network_id).order_by("pk").values("pk"))
+    return list(AgentSession.objects.select_for_update().filter(mine, network_id=network_id).order_by("pk"))
 
 
 def session_touch(*, network_id: str, alias: str) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from hub_agents.actors import Actor
 from hub_channels import limits
 from hub_channels.models import PUBLIC_TYPES, Channel, ChannelMember, ChannelPost
 from hub_core.errors import HubError
+from hub_core.formats import timestamp
 
 ChannelDetail = dict[str, Any]
 
@@ -26,12 +27,12 @@ def channel_not_found(channel_id: str) -> HubError:
     )
 
 
-def not_a_member(channel: Channel, alias: str | None) -> HubError:
+def not_a_member(channel: Channel, alias: str | None, *, status: int = 403) -> HubError:
     if alias is None:
         message = f"Only members read channel {channel.name} ({channel.id}): pass alias, the member reading."
     else:
         message = f"{alias!r} is not a member of channel {channel.name} ({channel.id}); join it with channel_join."
-    return HubError("not_a_member", message, status=403, channel_id=channel.id)
+    return HubError("not_a_member", message, status=status, channel_id=channel.id)
 
 
 def _visible(actor: Actor, channel_id: str) -> Channel:
@@ -48,6 +49,14 @@ def _retained(channel: Channel, *, now: datetime) -> Any:
     if channel.retention_seconds is not None:
         posts = posts.filter(created_at__gt=now - timedelta(seconds=channel.retention_seconds))
     return posts
+
+
+def posts_past_age(post_ids: list[int], *, now: datetime) -> set[int]:
+    """Of these posts, those past their channel's age limit: gone for every reader (search too) even
+    before the next post or the sweep deletes them."""
+    aged = ChannelPost.objects.filter(pk__in=post_ids, channel__retention_seconds__isnull=False)
+    rows = aged.values_list("pk", "created_at", "channel__retention_seconds")
+    return {pk for pk, created_at, seconds in rows if created_at <= now - timedelta(seconds=seconds)}
 
 
 def channel_detail(channel: Channel, *, removed: int | None = None) -> ChannelDetail:
@@ -91,8 +100,13 @@ def channel_rows(
         channels = channels.filter(type=type)
     if name is not None:
         channels = channels.filter(name=name)
-    counted = channels.annotate(counted=Count("members", distinct=True)).order_by("network_id", "name")
-    return [channel.as_row(member_count=channel.counted) for channel in counted[:limit]]
+    # The last post by the (channel, seq) index: one probe per channel listed.
+    last_post = ChannelPost.objects.filter(channel=OuterRef("pk")).order_by("-seq").values("created_at")[:1]
+    counted = channels.annotate(counted=Count("members", distinct=True), last_post=Subquery(last_post))
+    return [
+        {**channel.as_row(member_count=channel.counted), "last_post_at": timestamp(channel.last_post)}
+        for channel in counted.order_by("network_id", "name")[:limit]
+    ]
 
 
 def channel_posts(
@@ -103,17 +117,21 @@ def channel_posts(
     after: int | None = None,
     since: datetime | None = None,
     limit: int = limits.POSTS_LIMIT_DEFAULT,
+    watching: bool = False,
 ) -> dict[str, Any]:
     """channel_read: the posts after position `after` and/or created after `since`, oldest first, at
     most `limit`. `alias` must be a member; a broadcast channel anyone of the network reads, with or
-    without an alias.
+    without an alias. `watching`: an operator's dashboard reading as nobody in particular, which
+    reads every channel of its networks as it watches every inbox (not a tool argument).
 
     Positions are given under the channel's row lock and each post commits before the next is
     numbered, so paging with after = next_after loses and repeats nothing; only retention takes
     posts away (first_seq says where the kept ones start)."""
     channel = _visible(actor, channel_id)
-    if channel.type not in PUBLIC_TYPES and (
-        alias is None or not ChannelMember.objects.filter(channel=channel, alias=alias).exists()
+    if (
+        not watching
+        and channel.type not in PUBLIC_TYPES
+        and (alias is None or not ChannelMember.objects.filter(channel=channel, alias=alias).exists())
     ):
         raise not_a_member(channel, alias)
     now = timezone.now()

@@ -40,7 +40,7 @@ from hub_channels.models import (
     MemberRole,
 )
 from hub_channels.selectors import ChannelDetail, channel_detail, channel_not_found, not_a_member
-from hub_core.errors import HubError, invalid_argument, permission_denied, unusable_argument
+from hub_core.errors import HubError, permission_denied, unusable_argument
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 
 # How a limit argument reads: None left out, 0 lifted (no limit), else the limit.
@@ -81,7 +81,27 @@ def _retain(channel: Channel, *, now: datetime) -> int:
         outside |= Q(seq__lte=channel.last_seq - channel.retention_max_posts)
     if channel.retention_seconds is not None:
         outside |= Q(created_at__lte=now - timedelta(seconds=channel.retention_seconds))
-    deleted, _ = ChannelPost.objects.filter(outside, channel=channel).delete()
+    # Only the keys: the delete collects the posts (their search entries go with them), never their text.
+    _, deleted = ChannelPost.objects.filter(outside, channel=channel).only("pk").delete()
+    return deleted.get(ChannelPost._meta.label, 0)  # not what went with them (their search entries)
+
+
+def channels_retention_sweep() -> int:
+    """Delete the posts past their channel's age limit in every channel that has one (the sweep
+    command): reads already hide them, this lets them go when nobody posts. Each channel under its
+    row lock, in its own transaction; a channel with nothing to let go is not locked. How many."""
+    deleted = 0
+    aged = Channel.objects.filter(retention_seconds__isnull=False).values_list("pk", "retention_seconds")
+    for channel_id, seconds in list(aged):
+        now = timezone.now()
+        if not ChannelPost.objects.filter(
+            channel_id=channel_id, created_at__lte=now - timedelta(seconds=seconds)
+        ).exists():
+            continue
+        with transaction.atomic():
+            channel = Channel.objects.select_for_update().filter(pk=channel_id).first()
+            if channel is not None:  # deleted meanwhile
+                deleted += _retain(channel, now=now)
     return deleted
 
 
@@ -103,9 +123,7 @@ def channel_create(
     """channel_create: a channel named uniquely in the network; `alias` is its first owner, `members`
     join it at once (a direct channel: exactly one other alias, and no max_members)."""
     network_id = actor.writable_network(network_id)
-    if members is not None and len(set(members)) != len(members):
-        raise invalid_argument("members", "names an alias more than once")
-    others = list(dict.fromkeys(member for member in members or [] if member != alias))
+    others = [member for member in members or [] if member != alias]
     if type == ChannelType.DIRECT:
         if len(others) != 1:
             raise unusable_argument("members", "must name exactly one alias besides yours for a direct channel")
@@ -191,7 +209,7 @@ def channel_leave(*, actor: Actor, channel_id: str, alias: str) -> dict[str, obj
         raise _direct_fixed(channel)
     deleted, _ = ChannelMember.objects.filter(channel=channel, alias=alias).delete()
     if not deleted:
-        raise not_a_member(channel, alias)
+        raise not_a_member(channel, alias, status=409)  # nothing to leave: a conflict, not a refusal
     return {"channel_id": channel.id, "alias": alias, "members": ChannelMember.objects.filter(channel=channel).count()}
 
 
@@ -250,8 +268,8 @@ def channel_post(*, actor: Actor, channel_id: str, alias: str, content: str, kin
     """channel_post: a post at the channel's next position, pushed (event channel_post) to its
     members but the sender. Who may post: see the module's rules; content is at most the channel's
     max_message_bytes in UTF-8. Retention is applied in the same transaction."""
-    now = timezone.now()
     channel = _locked(actor, channel_id)
+    now = timezone.now()  # under the lock: times follow positions, so a reader by `since` skips nothing
     allowed = POSTING_ROLES[channel.type]
     if allowed is not None:
         member = _member(channel, alias)

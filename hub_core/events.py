@@ -50,6 +50,7 @@ class EventType(StrEnum):
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_UPDATED = "approval_updated"
     CHANNEL_POST = "channel_post"
+    WEBHOOK_DISABLED = "webhook_disabled"
 
 
 # Each event type's payload keys, exactly: a consumer can rely on every one being present.
@@ -89,6 +90,9 @@ EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
     EventType.CHANNEL_POST: frozenset(
         {"channel_id", "name", "channel_type", "seq", "sender", "kind", "content", "truncated"}
     ),
+    # To the operators: an outbound webhook subscription failed for too long and was switched off
+    # (hub_webhooks); failing_since: when its unbroken failures began; reason: the last failure.
+    EventType.WEBHOOK_DISABLED: frozenset({"subscription_id", "url", "reason", "failing_since"}),
 }
 
 

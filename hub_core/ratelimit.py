@@ -20,6 +20,8 @@ from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+from hub_core.metrics import RATE_LIMIT_REFUSALS
+
 logger = logging.getLogger(__name__)
 
 
@@ -81,7 +83,8 @@ def _login_identity(scope: str, key: str) -> tuple[str, ...]:
 
 
 def login_lock(keys: dict[str, str]) -> LoginLock | None:
-    """The lock in force for these keys (the longest wait if both are full), else None."""
+    """The lock in force for these keys (the longest wait if both are full), else None. The caller
+    refuses the login on a lock: it counts as a refusal (commhub_rate_limit_refusals_total)."""
     try:
         limiter, items = _login_limits()
         locks = []
@@ -93,7 +96,10 @@ def login_lock(keys: dict[str, str]) -> LoginLock | None:
         # As with writes: a broken store costs the limit for a while, never an operator's login.
         logger.warning("rate limit storage unavailable; not checking failed logins", exc_info=True)
         return None
-    return max(locks, key=lambda lock: lock.retry_after, default=None)
+    lock = max(locks, key=lambda lock: lock.retry_after, default=None)
+    if lock is not None:
+        RATE_LIMIT_REFUSALS.labels(limit="login").inc()
+    return lock
 
 
 def login_failure_count(keys: dict[str, str]) -> list[LoginLock]:

@@ -110,19 +110,24 @@ def choice(field: str, value: object, choices: Iterable[str], *, default: str | 
     return str(value)
 
 
-def string_list(field: str, value: object, *, max_items: int, max_len: int) -> list[str] | None:
+def string_list(field: str, value: object, *, max_items: int, max_len: int, unique: bool = False) -> list[str] | None:
+    """A list of texts; `unique`: each may appear once (the schema's uniqueItems)."""
     if value is None:
         return None
     if not isinstance(value, list):
         raise invalid_argument(field, f"must be a list of strings, not {type(value).__name__}")
     if len(value) > max_items:
         raise invalid_argument(field, f"has more than {max_items} items ({len(value)})")
-    return [required_text(f"{field}[{index}]", item, max_len=max_len) for index, item in enumerate(value)]
+    items = [required_text(f"{field}[{index}]", item, max_len=max_len) for index, item in enumerate(value)]
+    if unique and len(set(items)) != len(items):
+        repeated = next(item for item in items if items.count(item) > 1)
+        raise invalid_argument(field, f"names {shown(repeated)} twice; name each once")
+    return items
 
 
 def tag_list(field: str, value: object, *, max_items: int, max_len: int, pattern: str) -> list[str] | None:
     """A list of distinct short tags, each matching `pattern` (skills)."""
-    tags = string_list(field, value, max_items=max_items, max_len=max_len)
+    tags = string_list(field, value, max_items=max_items, max_len=max_len, unique=True)
     if tags is None:
         return None
     for index, tag in enumerate(tags):
@@ -130,9 +135,6 @@ def tag_list(field: str, value: object, *, max_items: int, max_len: int, pattern
             raise invalid_argument(
                 f"{field}[{index}]", f"must be a short lower-case tag like python or code-review (got {shown(tag)})"
             )
-    if len(set(tags)) != len(tags):
-        repeated = next(tag for tag in tags if tags.count(tag) > 1)
-        raise invalid_argument(field, f"names {shown(repeated)} twice; name each once")
     return tags
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,12 +17,12 @@ from django.views.decorators.http import require_POST
 
 from hub_agents.actors import DASHBOARD_SENDER
 from hub_channels import limits
-from hub_channels.models import POSTING_ROLES, PUBLIC_TYPES, ChannelPost, ChannelType, MemberRole
+from hub_channels.models import POSTING_ROLES, ChannelType, MemberRole
 from hub_channels.selectors import channel_info, channel_posts, channel_rows
 from hub_core.errors import HubError
 from hub_core.formats import duration
 from hub_dashboard.views import Desk, live_page
-from hub_dashboard.wording import Refusal, refusal_for_operator
+from hub_dashboard.wording import CODES, refusal_for_operator
 from hub_tools.tools import TOOLS_BY_NAME, invoke
 
 POSTS_SHOWN = 100  # the latest posts of a channel; older kept ones are counted, not shown
@@ -35,7 +34,7 @@ TYPE_RULES = {
     ChannelType.BROADCAST: "its owners post; everyone in the network reads.",
     ChannelType.PUBSUB: "anyone in the network publishes; subscribers receive.",
 }
-NOT_FOUND = "No channel with this id in your networks: check the link, or pick one on the Channels page."
+NOT_FOUND = CODES["channel_not_found"][1]
 
 
 def _sender(request: HttpRequest) -> str:
@@ -63,7 +62,7 @@ def channels_page(request: HttpRequest) -> HttpResponse:
         try:
             created = invoke("channel_create", desk.actor, arguments)
         except HubError as refusal:
-            error = _wording(refusal)
+            error = refusal_for_operator(refusal)
         else:
             messages.success(request, f"Channel #{created['name']} created; you own it as {_sender(request)}.")
             return redirect("dashboard:channel", channel_id=created["channel_id"])
@@ -98,7 +97,7 @@ def channel_page(request: HttpRequest, channel_id: str) -> HttpResponse:
         try:
             seq = _post(desk, channel, sender, content, join=request.POST.get("join") == "1")
         except HubError as refusal:
-            error = _wording(refusal)
+            error = refusal_for_operator(refusal)
             channel = channel_info(actor=desk.actor, channel_id=channel_id)  # a join may have gone through
         else:
             messages.success(request, f"Posted as {sender} (#{seq}).")
@@ -147,7 +146,7 @@ def channel_leave_action(request: HttpRequest, channel_id: str) -> HttpResponse:
     try:
         invoke("channel_leave", desk.actor, {"channel_id": channel_id, "alias": sender})
     except HubError as refusal:
-        messages.error(request, _wording(refusal).text)
+        messages.error(request, refusal_for_operator(refusal).text)
     else:
         messages.success(request, f"{sender} left the channel.")
     return redirect("dashboard:channel", channel_id=channel_id)
@@ -157,31 +156,15 @@ def _index(desk: Desk) -> dict[str, Any]:
     """The network's channels by name, each with when it was last posted to."""
     if desk.network_id is None:
         return {"channels": []}
-    rows = channel_rows(actor=desk.actor, network_id=desk.network_id, limit=limits.CHANNELS_LIMIT_MAX)
-    # One query for every row's last post, over the channels the selector found the actor may see.
-    latest = dict(
-        ChannelPost.objects.filter(channel_id__in=[row["channel_id"] for row in rows])
-        .values("channel_id")
-        .annotate(at=Max("created_at"))
-        .values_list("channel_id", "at")
-    )
-    return {"channels": [{**row, "last_post_at": latest.get(row["channel_id"])} for row in rows]}
+    return {"channels": channel_rows(actor=desk.actor, network_id=desk.network_id, limit=limits.CHANNELS_LIMIT_MAX)}
 
 
 def _posts(desk: Desk, channel: dict[str, Any], sender: str) -> dict[str, Any]:
-    """The channel's latest posts, oldest first. channel_read lets members read (and anyone, a
-    broadcast channel): operators see every post of their networks (their event feed carries them
-    all), so the page reads as the dashboard's sender if it is a member, else as the first member."""
-    aliases = [member["alias"] for member in channel["members"]]
-    if sender in aliases or channel["type"] in PUBLIC_TYPES:
-        reader = sender if sender in aliases else None
-    elif aliases:
-        reader = aliases[0]
-    else:
-        return {"posts": None}  # nobody left to read as: nobody reads its posts
+    """The channel's latest posts, oldest first: operators watch every channel of their networks, as
+    they watch every inbox (their event feed carries every post)."""
     after = max(0, channel["last_seq"] - POSTS_SHOWN)
     read = channel_posts(
-        actor=desk.actor, channel_id=channel["channel_id"], alias=reader, after=after, limit=POSTS_SHOWN
+        actor=desk.actor, channel_id=channel["channel_id"], after=after, limit=POSTS_SHOWN, watching=True
     )
     posts = read["posts"]
     return {"posts": posts, "earlier": max(0, channel["post_count"] - len(posts)), "chars_shown": POST_CHARS_SHOWN}
@@ -211,11 +194,3 @@ def _retention(config: dict[str, Any]) -> str:
     if config["retention_seconds"] is not None:
         kept.append(f"posts younger than {duration(config['retention_seconds'])}")
     return "keeps " + " and ".join(kept) if kept else "keeps every post"
-
-
-def _wording(refusal: HubError) -> Refusal:
-    if refusal.code == "channel_not_found":
-        return Refusal("", NOT_FOUND)
-    if refusal.code == "channel_exists":
-        return Refusal("name", "This network has a channel of that name already: pick another name, or open it.")
-    return refusal_for_operator(refusal)

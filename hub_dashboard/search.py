@@ -1,5 +1,6 @@
-"""The dashboard's search page: the `search` tool through the registry (the same parsing and
-scope as MCP and REST), its snippets shown with their highlights."""
+"""The dashboard's search page: the `search` tool's selector (the same query syntax and network
+scope as MCP and REST; as an operator, every channel's posts), its snippets shown with their
+highlights."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from hub_core.errors import HubError
 from hub_dashboard.views import Desk
-from hub_search.selectors import MARK_CLOSE, MARK_OPEN
+from hub_search.selectors import MARK_CLOSE, MARK_OPEN, search_run
 from hub_search.sources import KINDS
-from hub_tools.tools import invoke
+from hub_tools.tools import TOOLS_BY_NAME
 
 SHOWN = 50
 
@@ -36,16 +38,33 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "results": [],
     }
     if query:
-        arguments = {"query": query, "network_id": desk.network_id, "limit": SHOWN}
-        if kind:
-            arguments["kinds"] = kind
         try:
-            found = invoke("search", desk.actor, arguments)
+            given = TOOLS_BY_NAME["search"].params  # the tool's own parsing of what a person typed
+            found = search_run(
+                actor=desk.actor,
+                query=given["query"].parse("query", query),
+                kinds=given["kinds"].parse("kinds", kind or None),
+                network_id=desk.network_id,
+                limit=SHOWN,
+                watching=True,  # operators watch every channel, as they watch every inbox
+            )
         except HubError as refusal:
             context["error"] = refusal.message
         else:
-            context["results"] = [{**row, "snippet_html": highlighted(row["snippet"])} for row in found]
+            context["results"] = [
+                {**row, "snippet_html": highlighted(row["snippet"]), "href": _href(row)} for row in found
+            ]
     return render(request, "dashboard/search.html", desk.context(**context), status=400 if "error" in context else 200)
+
+
+def _href(row: dict[str, Any]) -> str | None:
+    """Where a hit is read in full: a task's page, a post in its channel's page."""
+    if row["kind"] == "task":
+        return reverse("dashboard:task", args=[row["id"]])
+    if row["kind"] == "post":
+        channel_id, seq = row["id"].split("#")
+        return f"{reverse('dashboard:channel', kwargs={'channel_id': channel_id})}#post-{seq}"
+    return None
 
 
 def highlighted(snippet: str) -> SafeString:

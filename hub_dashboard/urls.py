@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from hub_dashboard import approvals, channels, views
+from hub_dashboard import approvals, channels, views, webhooks
 from hub_dashboard import search as search_views
 from hub_dashboard.forms import LoginForm
 
@@ -37,5 +37,8 @@ urlpatterns = [
     path("channels/<str:channel_id>/", gzip_page(channels.channel_page), name="channel"),
     path("channels/<str:channel_id>/leave/", channels.channel_leave_action, name="channel_leave"),
     path("audit/", gzip_page(views.audit_page), name="audit"),
+    path("webhooks/", gzip_page(webhooks.webhooks_page), name="webhooks"),
+    path("webhooks/<int:subscription_id>/", gzip_page(webhooks.webhook_page), name="webhook"),
+    path("webhooks/<int:subscription_id>/<str:action>/", webhooks.webhook_action, name="webhook_action"),
     path("search/", gzip_page(search_views.search_page), name="search"),
 ]

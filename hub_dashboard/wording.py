@@ -59,6 +59,11 @@ CODES = {
     "task_not_retryable": ("", "Only a failed, expired or cancelled task can be retried."),
     "task_not_found": ("", "No task with this id in your networks: check the link, or find it on the Tasks page."),
     "rate_limited": ("", "Too many changes in a short time; wait a moment and try again."),
+    "channel_not_found": (
+        "",
+        "No channel with this id in your networks: check the link, or pick one on the Channels page.",
+    ),
+    "channel_exists": ("name", "This network has a channel of that name already: pick another name, or open it."),
 }
 
 

@@ -31,6 +31,9 @@ class Event(models.Model):
     type = models.CharField(max_length=32)
     payload = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
+    # The W3C traceparent of the span that published the event, when traces are on (commhub.tracing),
+    # so its deliveries join the publisher's trace; never part of a frame. 55: version 00's length.
+    trace = models.CharField(max_length=55, blank=True, default="")
 
     class Meta:
         indexes = [

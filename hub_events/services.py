@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from hub_core import tracing
 from hub_core.events import Recorded
 from hub_events.models import OPERATORS, Event, EventCounter
 
@@ -23,10 +24,14 @@ def events_record(*, network_id: str, type: str, payload: dict[str, Any], aliase
     to = list(dict.fromkeys(alias for alias in aliases if alias))
     audiences = [OPERATORS, *to]
     now = timezone.now()
-    rows = Event.objects.bulk_create(
-        Event(network_id=network_id, audience=audience, to=to, type=type, payload=payload, created_at=now)
-        for audience in audiences
-    )
+    # With traces on, the event carries the context of its publication: its deliveries join it.
+    with tracing.publishing(type, network_id, len(to)) as trace:
+        rows = Event.objects.bulk_create(
+            Event(
+                network_id=network_id, audience=audience, to=to, type=type, payload=payload, created_at=now, trace=trace
+            )
+            for audience in audiences
+        )
     return Recorded(audiences, [row.id for row in rows])
 
 

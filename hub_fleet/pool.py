@@ -106,11 +106,12 @@ def task_claim(*, actor: Actor, task_id: str, alias: str, network_id: str | None
     if network is None:
         raise task_not_found(task_id)
     actor.check_write(network)
-    session_lock(network_id=network, alias=alias)  # sessions before tasks: one claim of an agent at a time
+    # Sessions before tasks: one claim of an agent at a time; its newest session is the claimer.
+    sessions = session_lock(network_id=network, alias=alias)
+    session = max(sessions, key=lambda row: row.last_seen_at, default=None)
     task = Task.objects.select_for_update().get(pk=task_id)
     task_settle(task, now=now)  # an open task past its TTL is expired, not claimed
     _check_claimable(task, alias)
-    session = AgentSession.objects.filter(network_id=network, alias=alias).order_by("-last_seen_at").first()
     _check_claimer(task, alias, session, now)
     task.to_name, task.delivered_at, task.first_read_at = alias, now, now
     task_transition(

@@ -21,6 +21,7 @@ from django.conf import settings
 from hub_agents.models import Membership
 from hub_agents.services import session_actor
 from hub_core.doorbell import Doorbell, feed_group
+from hub_core.metrics import OPEN_STREAMS
 from hub_core.waiting import in_pool
 from hub_events.models import OPERATORS
 from hub_events.selectors import PAGE, events_after, events_position
@@ -55,11 +56,14 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             )
         self.lock = asyncio.Lock()
         bell = await Doorbell(feed_group(network_id, OPERATORS) for network_id in self.positions).__aenter__()
+        # Counted from its accept; uncounted by disconnect (below) once it has its watcher, else here.
+        OPEN_STREAMS.labels(transport="websocket").inc()
         try:
             await self.accept()
             await self.send_json({"type": "hello", "positions": self.positions})
             await self.catch_up()
         except BaseException:  # no watcher yet to close the bell: its listener must not outlive the socket
+            OPEN_STREAMS.labels(transport="websocket").dec()
             await bell.__aexit__(None, None, None)
             raise
         self.watcher = asyncio.create_task(self._watch(bell))
@@ -67,6 +71,8 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "watcher"):
             self.watcher.cancel()
+            OPEN_STREAMS.labels(transport="websocket").dec()
+            del self.watcher  # a second disconnect uncounts nothing
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         pass  # read-only: operators act through the dashboard's forms and the API; frames are ignored unread

@@ -14,12 +14,13 @@ from django.views.decorators.http import require_GET
 
 from hub_agents.actors import Actor
 from hub_agents.services import session_touch, token_authenticate
-from hub_core import validate
+from hub_core import tracing, validate
 from hub_core.bearer import BEARER_HELP, WWW_AUTHENTICATE, bearer_token
 from hub_core.doorbell import Doorbell, feed_group
 from hub_core.errors import HubError
+from hub_core.metrics import OPEN_STREAMS
 from hub_core.waiting import in_pool
-from hub_events.selectors import PAGE, events_after, events_position
+from hub_events.selectors import PAGE, events_after_traced, events_position
 from hub_events.services import events_seal_leftovers
 from hub_tasks.models import DeliveredVia, InboxMessage
 from hub_tasks.receipts import receipts_mark
@@ -70,35 +71,43 @@ def _open(request: HttpRequest, alias: str) -> tuple[str, str, int, bool]:
 
 async def _frames(token: str, network_id: str, alias: str, after: int, *, present: bool) -> AsyncIterator[str]:
     every = float(settings.COMMHUB_STREAM_RECHECK_SECONDS)
-    # Subscribe before the first read, so nothing can slip between the read and the subscription.
-    async with Doorbell([feed_group(network_id, alias)]) as bell:
-        if present:
-            await in_pool(lambda: session_touch(network_id=network_id, alias=alias))
-        yield "retry: 2000\n\n"
-        # A fixed deadline, not a wait that each event restarts: a stream that is never quiet for
-        # long must lose its right to exist on time too.
-        next_check = time.monotonic() + every
-        while True:
-            if time.monotonic() >= next_check:
-                next_check = time.monotonic() + every
-                if not await in_pool(lambda: _keepalive(token, network_id, alias)):
-                    return  # revoked, deactivated, or no longer a reader of the network: the stream ends
-                yield ": keepalive\n\n"
-                await bell.renew()
-            frames = await in_pool(lambda a=after: _read(network_id, alias, a, present=present))
-            for frame in frames:
-                after = frame["id"]
-                yield _sse(frame)
-            if len(frames) < PAGE:  # else more to replay, at once
-                await bell.wait(next_check - time.monotonic())
+    # Counted while the response streams: closing it (the client left, the server stops, the caller
+    # lost its right) ends the generator, and the finally with it.
+    OPEN_STREAMS.labels(transport="sse").inc()
+    try:
+        # Subscribe before the first read, so nothing can slip between the read and the subscription.
+        async with Doorbell([feed_group(network_id, alias)]) as bell:
+            if present:
+                await in_pool(lambda: session_touch(network_id=network_id, alias=alias))
+            yield "retry: 2000\n\n"
+            # A fixed deadline, not a wait that each event restarts: a stream that is never quiet for
+            # long must lose its right to exist on time too.
+            next_check = time.monotonic() + every
+            while True:
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + every
+                    if not await in_pool(lambda: _keepalive(token, network_id, alias)):
+                        return  # revoked, deactivated, or no longer a reader of the network: the stream ends
+                    yield ": keepalive\n\n"
+                    await bell.renew()
+                frames = await in_pool(lambda a=after: _read(network_id, alias, a, present=present))
+                for frame, trace in frames:
+                    after = frame["id"]
+                    # With traces on, a span in the trace that published the event (hub_core.tracing).
+                    with tracing.delivery(frame["type"], after, trace, alias):
+                        yield _sse(frame)
+                if len(frames) < PAGE:  # else more to replay, at once
+                    await bell.wait(next_check - time.monotonic())
+    finally:
+        OPEN_STREAMS.labels(transport="sse").dec()
 
 
-def _read(network_id: str, alias: str, after: int, *, present: bool) -> list[dict[str, Any]]:
-    """The next frames, and the delivery receipts of the inbox messages they name (the agent's own
-    stream only: a viewer watching is not the agent reading), in one pool call."""
-    frames = events_after(network_id=network_id, audience=alias, after=after)
+def _read(network_id: str, alias: str, after: int, *, present: bool) -> list[tuple[dict[str, Any], str]]:
+    """The next frames (each with its trace context), and the delivery receipts of the inbox messages
+    they name (the agent's own stream only: a viewer watching is not the agent reading), in one pool call."""
+    frames = events_after_traced(network_id=network_id, audience=alias, after=after)
     if present:
-        named = [frame["payload"] for frame in frames if frame["payload"].get("message_id")]
+        named = [frame["payload"] for frame, _ in frames if frame["payload"].get("message_id")]
         receipts_mark(
             network_ids=[network_id],
             alias=alias,

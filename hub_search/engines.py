@@ -24,13 +24,15 @@ from datetime import datetime
 
 from django.db import connection
 
+from hub_channels.models import ChannelMember
 from hub_search.models import SearchEntry
 from hub_search.query import Query
 
 CANDIDATES = 200
 
 _TABLE = SearchEntry._meta.db_table
-_COLUMNS = ("id", "network_id", "kind", "object_id", "alias", "created_at", "title", "text")
+_MEMBERS = ChannelMember._meta.db_table
+_COLUMNS = ("id", "network_id", "kind", "object_id", "alias", "created_at", "title", "text", "post_id")
 _FIELDS = ", ".join(f"e.{column}" for column in _COLUMNS)
 _CHOSEN = ", ".join(f"c.{column}" for column in _COLUMNS)
 
@@ -43,9 +45,12 @@ def run(
     alias: str | None,
     since: datetime | None,
     limit: int,
+    watching: bool = False,
 ) -> list[SearchEntry]:
-    """The best `limit` entries for the query, best first, then newest first."""
-    where, params = _filters(network_ids=network_ids, kinds=kinds, alias=alias, since=since)
+    """The best `limit` entries for the query, best first, then newest first. `watching`: the
+    dashboard's operators, who read every channel's posts; others read a channel that is not
+    broadcast only as one of its members, named by `alias` (hub_search.sources)."""
+    where, params = _filters(network_ids=network_ids, kinds=kinds, alias=alias, since=since, watching=watching)
     if connection.vendor == "postgresql":
         expression = query.tsquery()
         newest = "e.created_at" if _walk(expression, where, params) else "(e.created_at + interval '0 seconds')"
@@ -98,16 +103,24 @@ def _estimated(sql: str, params: list[object]) -> float:
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
+_ITS_CHANNELS = f"e.channel_id IN (SELECT m.channel_id FROM {_MEMBERS} m WHERE m.alias = %s)"
+
+
 def _filters(
-    *, network_ids: list[str], kinds: list[str] | None, alias: str | None, since: datetime | None
+    *, network_ids: list[str], kinds: list[str] | None, alias: str | None, since: datetime | None, watching: bool
 ) -> tuple[str, list[object]]:
     clauses = [f"e.network_id IN ({', '.join(['%s'] * len(network_ids))})"]
     params: list[object] = list(network_ids)
     if kinds:
         clauses.append(f"e.kind IN ({', '.join(['%s'] * len(kinds))})")
         params += kinds
-    if alias is not None:
-        clauses.append("e.alias = %s")
+    if alias is not None:  # what concerns it, and the posts of the channels it is in
+        clauses.append(f"(e.alias = %s OR {_ITS_CHANNELS})")
+        params += [alias, alias]
+    if not watching and alias is None:  # channel_read's rule: a members-only post only for a member
+        clauses.append("NOT e.members_only")
+    elif not watching:
+        clauses.append(f"(NOT e.members_only OR {_ITS_CHANNELS})")
         params.append(alias)
     if since is not None:
         clauses.append("e.created_at >= %s")
@@ -139,9 +152,11 @@ def sqlite_triggers_sql() -> list[str]:
     ]
 
 
+FTS5_TOKENIZER = "unicode61 remove_diacritics 0"  # the words are folded already (hub_search.query)
+
 SQLITE_SQL = [
     f"CREATE VIRTUAL TABLE hub_search_fts USING fts5("
-    f"terms, content='{_TABLE}', content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
+    f"terms, content='{_TABLE}', content_rowid='id', tokenize='{FTS5_TOKENIZER}')",
     *sqlite_triggers_sql(),
     # Entries written before the table existed (the backfill runs after this).
     "INSERT INTO hub_search_fts(hub_search_fts) VALUES ('rebuild')",

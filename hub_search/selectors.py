@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from hub_agents.actors import Actor
+from hub_channels.selectors import posts_past_age
 from hub_core.errors import invalid_argument
 from hub_core.formats import timestamp
 from hub_search import engines
@@ -53,13 +56,25 @@ def search_run(
     since: datetime | None = None,
     network_id: str | None = None,
     limit: int = LIMIT_DEFAULT,
+    watching: bool = False,
 ) -> list[dict[str, Any]]:
-    """The best matches in the networks the caller reads (or the one named), best first then newest."""
+    """The best matches in the networks the caller reads (or the one named), best first then newest.
+    A channel's posts as channel_read shows them: a channel that is not broadcast only to one of its
+    members named by `alias`; `watching` (the dashboard, not a tool argument): every channel's."""
     parsed = parse(query)
     networks = actor.readable_networks(network_id)
     if not networks:
         return []
-    entries = engines.run(parsed, network_ids=networks, kinds=kinds, alias=alias, since=since, limit=limit)
+
+    def found(count: int) -> list[Any]:
+        return engines.run(
+            parsed, network_ids=networks, kinds=kinds, alias=alias, since=since, limit=count, watching=watching
+        )
+
+    given = found(limit)
+    entries = _without_aged_posts(given)
+    if len(entries) < len(given):  # aged posts fell out of the answer: fill it up from all the candidates
+        entries = _without_aged_posts(found(engines.CANDIDATES))[:limit]
     return [
         {
             "kind": entry.kind,
@@ -73,6 +88,16 @@ def search_run(
         }
         for entry in entries
     ]
+
+
+def _without_aged_posts(entries: list[Any]) -> list[Any]:
+    """The entries but the posts past their channel's age limit, gone though their delete (the next
+    post, or the sweep) may not have come yet."""
+    posts = [entry.post_id for entry in entries if entry.post_id is not None]
+    if not posts:
+        return entries
+    gone = posts_past_age(posts, now=timezone.now())
+    return [entry for entry in entries if entry.post_id not in gone]
 
 
 @dataclass(frozen=True)

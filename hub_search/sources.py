@@ -10,11 +10,12 @@ tables would do it in the database, but SQLite drops a table's triggers whenever
 it, and hub_tasks' migrations rebuild tables. Rows go away with their network (the entries' foreign
 key cascades); tasks, messages and completions are never deleted on their own.
 
-Channel posts (hub_channels.ChannelPost) are not a source yet: unlike the kinds here they are
-deleted on their own (retention), so their entries need a post_delete (or the retention sweep's own
-delete of entries), and a channel that is not broadcast is read only by its members' aliases, a
-rule search would have to apply (or leave to the network scope) — decisions for when hub_channels
-is settled.
+Channel posts are the one kind deleted on their own (a channel's retention): their entries point at
+the post (SearchEntry.post, on_delete CASCADE), so the delete that lets a post go takes its entry
+in the same statement batch. A post is found by whoever may read it with channel_read: a
+broadcast channel's by every reader of its network, any other channel's only when `alias` names
+one of its members (or by the dashboard's operators, who watch every channel). The `alias` filter
+finds the posts of the channels that alias is in, as well as what it sent.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from django.apps import apps as installed_apps
 from django.db.models.signals import post_save
 
+from hub_channels.models import PUBLIC_TYPES
 from hub_search.models import SearchEntry
 from hub_search.query import terms
 
@@ -40,6 +42,13 @@ class Described:
     created_at: datetime
     title: str
     text: str
+    channel_id: str | None = None  # a channel post's
+    post_id: int | None = None
+    members_only: bool = False
+
+
+def _primary_key(row: Any) -> str:
+    return str(row.pk)
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,8 @@ class Source:
     model: str  # "app_label.ModelName"
     watched: frozenset[str]  # a save of none of these fields leaves the entry as it is
     describe: Callable[[Any], Described | None]  # None: this row is not searched
+    object_id: Callable[[Any], str] = _primary_key  # the id a result shows
+    related: tuple[str, ...] = ()  # what describe reads through a foreign key (the backfill joins it)
 
 
 def _title(text: str) -> str:
@@ -82,10 +93,23 @@ def _completion(completion: Any) -> Described:
     )  # fmt: skip
 
 
+def _post(post: Any) -> Described:
+    channel = post.channel  # the row channel_post locked: no query
+    return Described(
+        channel.network_id, post.sender, post.created_at, _title(post.content), post.content,
+        channel_id=channel.pk, post_id=post.pk, members_only=channel.type not in PUBLIC_TYPES,
+    )  # fmt: skip
+
+
+def _post_id(post: Any) -> str:
+    return f"{post.channel_id}#{post.seq}"  # where channel_read finds it: the channel, after seq - 1
+
+
 SOURCES: tuple[Source, ...] = (
     Source("task", "hub_tasks.Task", frozenset({"content", "context", "result", "to_name"}), _task),
     Source("message", "hub_tasks.InboxMessage", frozenset({"content", "context"}), _message),
     Source("completion", "hub_tasks.Completion", frozenset({"task_text", "result"}), _completion),
+    Source("post", "hub_channels.ChannelPost", frozenset({"content"}), _post, _post_id, ("channel",)),
 )
 KINDS: tuple[str, ...] = tuple(source.kind for source in SOURCES)
 
@@ -98,6 +122,12 @@ def _fields(described: Described) -> dict[str, Any]:
         "title": described.title,
         "text": described.text,
         "terms": terms(described.text),
+        # Only a post's entry names them (migration 0001's backfill knows no such fields).
+        **(
+            {"channel_id": described.channel_id, "post_id": described.post_id, "members_only": described.members_only}
+            if described.post_id
+            else {}
+        ),
     }
 
 
@@ -106,10 +136,10 @@ def entry_write(source: Source, row: Any, *, created: bool) -> None:
     described = source.describe(row)
     if described is None:
         return
-    fields = _fields(described)
-    if not created and SearchEntry.objects.filter(kind=source.kind, object_id=row.pk).update(**fields):
+    fields, object_id = _fields(described), source.object_id(row)
+    if not created and SearchEntry.objects.filter(kind=source.kind, object_id=object_id).update(**fields):
         return
-    SearchEntry.objects.create(kind=source.kind, object_id=row.pk, **fields)
+    SearchEntry.objects.create(kind=source.kind, object_id=object_id, **fields)
 
 
 def _receiver(source: Source) -> Callable[..., None]:
@@ -131,16 +161,16 @@ def connect() -> None:
         post_save.connect(receiver, sender=installed_apps.get_model(source.model), dispatch_uid=f"search:{source.kind}")
 
 
-def backfill(apps: Any, *, batch: int = 2000) -> int:
-    """Index every row already there (a migration's historical `apps`); answers how many."""
+def backfill(apps: Any, *, kinds: tuple[str, ...] = KINDS, batch: int = 2000) -> int:
+    """Index every row of these kinds already there (a migration's historical `apps`); answers how many."""
     entry_model = apps.get_model("hub_search", "SearchEntry")
     written = 0
-    for source in SOURCES:
+    for source in (source for source in SOURCES if source.kind in kinds):
         pending: list[Any] = []
-        for row in _rows(apps.get_model(source.model), batch):
+        for row in _rows(apps.get_model(source.model), source.related, batch):
             described = source.describe(row)
             if described is not None:
-                pending.append(entry_model(kind=source.kind, object_id=row.pk, **_fields(described)))
+                pending.append(entry_model(kind=source.kind, object_id=source.object_id(row), **_fields(described)))
             if len(pending) >= batch:
                 written += len(entry_model.objects.bulk_create(pending))
                 pending = []
@@ -148,5 +178,5 @@ def backfill(apps: Any, *, batch: int = 2000) -> int:
     return written
 
 
-def _rows(model: Any, batch: int) -> Iterator[Any]:
-    return model.objects.order_by("pk").iterator(chunk_size=batch)
+def _rows(model: Any, related: tuple[str, ...], batch: int) -> Iterator[Any]:
+    return model.objects.select_related(*related).order_by("pk").iterator(chunk_size=batch)

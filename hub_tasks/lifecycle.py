@@ -31,6 +31,7 @@ from django.utils import timezone
 from hub_agents.models import AgentSession
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.formats import timestamp
+from hub_core.metrics import DEAD_LETTERS, LEASE_LAPSES, RETRIES, count_on_commit
 from hub_tasks import limits
 from hub_tasks.counts import counts_changed
 from hub_tasks.deadlines import deadline_may_lower, deadlines_raise, networks_past_deadline
@@ -54,6 +55,9 @@ from hub_tasks.models import (
 )
 
 HUB = "hub"
+
+# The moves that send a task again, as commhub_task_retries_total counts them.
+_RETRY_KINDS = {Move.BACKOFF: "automatic", Move.RETRY: "manual"}
 
 _ANNOUNCED_AS = {
     InboxMessage.Type.TASK: EventType.NEW_TASK,
@@ -110,6 +114,8 @@ def task_transition(
     event = TaskEvent.objects.create(
         task=task, from_status=from_status, to_status=to, actor=actor, detail=detail, created_at=now
     )
+    if move in _RETRY_KINDS:
+        count_on_commit(RETRIES, network=task.network_id, kind=_RETRY_KINDS[move])
     publish(
         HubEvent(
             type=EventType.TASK_UPDATED,
@@ -370,6 +376,7 @@ def _lease_lost(task: Task, *, now: datetime) -> None:
         held = task.is_held()
         what = f"retried at {timestamp(task.retry_at)}" if held else "failed"
         outcome = "retry_scheduled" if held else "failed"
+    count_on_commit(LEASE_LAPSES, network=task.network_id, outcome=outcome)
     notice = _notice_to_sender(task, f"{lapsed}; {what}", now=now, to=alias)
     # Its own event besides task_updated: the sender (and a dashboard, an SSE consumer, a webhook)
     # sees that the agent went silent, not merely that the status moved; the agent, if it is
@@ -426,6 +433,7 @@ def task_after_failure(task: Task, *, now: datetime) -> None:
     if attempt >= task.max_attempts:
         task.dead_lettered_at = now
         task.save(update_fields=["dead_lettered_at"])
+        count_on_commit(DEAD_LETTERS, network=task.network_id)
         return
     delay = retry_delay(task.retry_backoff_seconds, attempt)
     task.retry_at = now + delay

@@ -2,9 +2,10 @@
 
 Written by the transports' explicit step after a read, never by a selector: get_inbox (hub_tools'
 `marks_receipts`, after the read, in the same pool call) and the agent's SSE stream (hub_live.sse,
-for the events that name a message). Cheap on the hot path: one UPDATE for the messages, and one
-for their tasks (tasks first: the hub's lock order); both match only rows
-still unmarked, so a receipt is set once and never moved, whichever reader gets there first.
+for the events that name a message). Cheap on the hot path: one UPDATE for the tasks, then the
+messages still unmarked locked and marked (tasks first: the hub's lock order); both match only rows
+still unmarked, so a receipt is set once and never moved, whichever reader gets there first, and
+its dispatch-to-delivery latency (hub_core.metrics) is counted once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from hub_core.metrics import deliveries_observe
 from hub_tasks.models import DeliveredVia, InboxMessage, Task
 
 
@@ -47,7 +49,19 @@ def receipts_mark(
             Task.objects.filter(network_id__in=list(network_ids), pk__in=task_ids, first_read_at__isnull=True).update(
                 first_read_at=now
             )
-        marked = InboxMessage.objects.filter(
-            network_id__in=list(network_ids), to_alias=alias, pk__in=message_ids, delivered_to_agent_at__isnull=True
-        ).update(delivered_to_agent_at=now, delivered_via=via)
+        # Locked first, so this call knows which messages it is the first to deliver (a reader racing
+        # it waits, then finds them marked): their dispatch-to-delivery latency is counted once.
+        first = list(
+            InboxMessage.objects.select_for_update()
+            .filter(
+                network_id__in=list(network_ids), to_alias=alias, pk__in=message_ids, delivered_to_agent_at__isnull=True
+            )
+            .values_list("pk", "type", "created_at")
+        )
+        if not first:
+            return 0
+        marked = InboxMessage.objects.filter(pk__in=[pk for pk, _, _ in first]).update(
+            delivered_to_agent_at=now, delivered_via=via
+        )
+        deliveries_observe([at for _, kind, at in first if kind == InboxMessage.Type.TASK], via=via, now=now)
     return marked

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, F, Min, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncHour
 from django.utils import timezone
 
@@ -315,3 +315,22 @@ def task_thread(*, actor: Actor, task_id: str) -> list[dict[str, Any]]:
 
 def _entry(kind: str, id: str, at: datetime, sender: str, to: str, content: str, **extra: Any) -> dict[str, Any]:
     return {"kind": kind, "id": id, "at": timestamp(at), "from": sender, "to": to, "content": content, **extra}
+
+
+def tasks_by_network_status() -> list[tuple[str, str, int]]:
+    """(network_id, status, tasks) over every network (/metrics), summed from TaskCount's rows like
+    `stats`, never counted; statuses with none left out."""
+    counts = TaskCount.objects.values("network_id", "status").annotate(count=Sum("n")).filter(count__gt=0)
+    return [(row["network_id"], row["status"], row["count"]) for row in counts.order_by("network_id", "status")]
+
+
+def inbox_depths() -> list[tuple[str, str, int, datetime]]:
+    """(network_id, alias, pending messages, the oldest one's created_at) for every inbox with a
+    message not acked yet (/metrics): one aggregate over the pending rows' partial index."""
+    pending = (
+        InboxMessage.objects.filter(acked_at__isnull=True)
+        .values("network_id", "to_alias")
+        .annotate(depth=Count("*"), oldest=Min("created_at"))
+        .order_by("network_id", "to_alias")
+    )
+    return [(row["network_id"], row["to_alias"], row["depth"], row["oldest"]) for row in pending]

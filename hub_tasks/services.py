@@ -22,8 +22,9 @@ from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
-from hub_core.errors import HubError, invalid_argument, task_not_found, task_terminal
+from hub_core.errors import HubError, task_not_found, task_terminal
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
+from hub_core.metrics import deliveries_observe
 from hub_tasks import limits
 from hub_tasks.lifecycle import (
     HUB,
@@ -320,9 +321,6 @@ def _dependencies_lock(network: str, task_ids: list[str], now: datetime) -> list
     """The tasks named in depends_on, locked in primary-key order and settled (a lapsed deadline
     counts), so none ends unseen between this read and the new task's commit: its end then finds the
     new task's TaskDependency row."""
-    if len(set(task_ids)) != len(task_ids):
-        repeated = next(task_id for task_id in task_ids if task_ids.count(task_id) > 1)
-        raise invalid_argument("depends_on", f"names task {repeated} twice; name each task once")
     locked = Task.objects.select_for_update().filter(network_id=network, pk__in=task_ids).order_by("pk")
     found = {task.pk: task for task in locked}
     for task_id in task_ids:
@@ -508,6 +506,11 @@ def inbox_ack(*, actor: Actor, alias: str, message_id: str, response: str | None
             error="message not found or not yours",
             status=409,
         )
+    if message.type == InboxMessage.Type.TASK and message.delivered_to_agent_at is None:
+        # Unread when we looked: this ack may be its delivery receipt. Only this ack could have
+        # written "ack_inbox" (of two acks one wins above), so that says whether it was.
+        if InboxMessage.objects.filter(pk=message.pk, delivered_via=DeliveredVia.ACK).exists():
+            deliveries_observe([message.created_at], via=DeliveredVia.ACK, now=now)
     if task is not None and message.type == InboxMessage.Type.TASK:
         _first_read(task, now)
     if task is not None and message.type == InboxMessage.Type.TASK and task.can(Move.INBOX_ACK):

@@ -178,6 +178,7 @@ def _hold(
         arguments=arguments,
         summary=summary_of(tool, arguments),
         requester_key=actor.key,
+        requester_person=actor.person,
         requester_label=actor.label,
         notify_alias=from_session if _tellable(from_session) else "",
         approvals_required=rule.tier,
@@ -236,28 +237,41 @@ def approval_decide(
     if found is None:
         raise _not_found(approval_id)
     approvals_expire_due(network_ids=[found.network_id])  # its own commit: an expiry is not undone by a refusal
-    return _decide(actor, approval_id, decision, note or "", run)
+    decided = _decide(actor, approval_id, decision, note or "", run)
+    if decided is None:  # it expired while a sweep skipped it: that expiry has committed, the vote is refused
+        raise _already_decided(Approval.objects.get(pk=approval_id))
+    return decided
+
+
+def _already_decided(held: Approval) -> HubError:
+    return HubError(
+        "approval_decided",
+        f"Approval {held.id} is already {held.status}"
+        + (f" ({held.reason})" if held.reason else "")
+        + "; list_approvals shows how it ended.",
+        status=409,
+        approval_status=held.status,
+    )
 
 
 @sealed_atomic
-def _decide(actor: Actor, approval_id: str, decision: str, note: str, run: Runner) -> ApprovalDecided:
+def _decide(actor: Actor, approval_id: str, decision: str, note: str, run: Runner) -> ApprovalDecided | None:
+    """The vote, under the approval's row lock; None: the approval was past its time, and is now expired."""
     now = timezone.now()
     held = Approval.objects.select_for_update().get(pk=approval_id)
     actor.check_write(held.network_id)  # a viewer hears it in the words every write refuses it with
     if not actor.can_administer(held.network_id):
         raise permission_denied(f"Only the owners and admins of network {held.network_id} decide its approvals.")
+    if held.status == ApprovalStatus.PENDING and held.expires_at <= now:
+        _expire(held, now)  # the sweep skipped the row this decider held
+        return None
     if held.status != ApprovalStatus.PENDING:
-        raise HubError(
-            "approval_decided",
-            f"Approval {held.id} is already {held.status}"
-            + (f" ({held.reason})" if held.reason else "")
-            + "; list_approvals shows how it ended.",
-            status=409,
-            approval_status=held.status,
-        )
-    if actor.key == held.requester_key:
+        raise _already_decided(held)
+    # One person, one say, whatever token or session they come with: a person's user token and
+    # dashboard session are one approver, and never the caller's own.
+    if actor.person == held.requester_person:
         raise permission_denied("You made this call: another approver must decide it.")
-    if held.votes.filter(approver_key=actor.key).exists():
+    if held.votes.filter(approver_person=actor.person).exists():
         raise HubError(
             "approval_voted",
             f"You already decided approval {held.id}; it waits for another approver.",
@@ -266,6 +280,7 @@ def _decide(actor: Actor, approval_id: str, decision: str, note: str, run: Runne
     ApprovalVote.objects.create(
         approval=held,
         approver_key=actor.key,
+        approver_person=actor.person,
         approver_label=actor.label,
         decision=decision,
         note=note,
@@ -365,20 +380,25 @@ def approvals_expire_due(*, network_ids: Iterable[str]) -> int:
             held = Approval.objects.select_for_update(skip_locked=True).filter(pk=approval_id).first()
             if held is None or held.status != ApprovalStatus.PENDING:
                 continue
-            approvals = held.votes.filter(decision=ApprovalVote.Decision.APPROVE).count()
-            waited = duration(int((held.expires_at - held.created_at).total_seconds()))
-            _end(held, ApprovalStatus.EXPIRED, f"nobody decided within {waited}", now)
-            audit_record(
-                network_id=held.network_id,
-                action=AuditEntry.Action.APPROVAL_EXPIRED,
-                actor="system",
-                target=f"approval {held.id}",
-                tool=held.tool,
-                summary=held.summary,
-            )
-            publish(_updated(held, approvals, decided_by="hub"))
+            _expire(held, now)
             expired += 1
     return expired
+
+
+def _expire(held: Approval, now: datetime) -> None:
+    """End a pending approval past its time (its row locked by the caller), telling its caller."""
+    approvals = held.votes.filter(decision=ApprovalVote.Decision.APPROVE).count()
+    waited = duration(int((held.expires_at - held.created_at).total_seconds()))
+    _end(held, ApprovalStatus.EXPIRED, f"nobody decided within {waited}", now)
+    audit_record(
+        network_id=held.network_id,
+        action=AuditEntry.Action.APPROVAL_EXPIRED,
+        actor="system",
+        target=f"approval {held.id}",
+        tool=held.tool,
+        summary=held.summary,
+    )
+    publish(_updated(held, approvals, decided_by="hub"))
 
 
 def _not_found(approval_id: str) -> HubError:

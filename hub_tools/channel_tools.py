@@ -139,16 +139,11 @@ def specs() -> list[Tool]:
                 "type": P.choice("Only channels of this type.", ChannelType.values),
                 "name": P.identifier("Only the channel with this name."),
                 "network_id": NETWORK_ID,
-                "limit": P.whole(
-                    "At most this many channels.",
-                    low=1,
-                    high=limits.CHANNELS_LIMIT_MAX,
-                    default=limits.CHANNELS_LIMIT_DEFAULT,
-                ),
+                "limit": A.limit("channels", limits.CHANNELS_LIMIT_MAX, limits.CHANNELS_LIMIT_DEFAULT),
             },
             service=channel_rows,
             render=_channels,
-            output=result(channels=rows("By network, then name.")),
+            output=result(channels=rows("By network, then name; each with last_post_at (null: no post yet).")),
             read_only=True,
         ),
         Tool(
@@ -258,9 +253,7 @@ def specs() -> list[Tool]:
                 "alias": P.identifier("The member reading (a broadcast channel anyone in the network reads)."),
                 "after": P.whole("Only posts after this position (seq).", low=0, high=limits.SEQ_MAX),
                 "since": P.moment("Only posts created after this time, e.g. 2026-04-12T10:00:00Z."),
-                "limit": P.whole(
-                    "At most this many posts.", low=1, high=limits.POSTS_LIMIT_MAX, default=limits.POSTS_LIMIT_DEFAULT
-                ),
+                "limit": A.limit("posts", limits.POSTS_LIMIT_MAX, limits.POSTS_LIMIT_DEFAULT),
             },
             service=channel_posts,
             render=_fields,

@@ -111,6 +111,7 @@ class Approval(models.Model):
     summary = models.CharField(max_length=500)
     # Who asked: run as them once approved (re-authenticated then: a revoked caller's call fails).
     requester_key = models.CharField(max_length=64)
+    requester_person = models.CharField(max_length=64, default="", help_text="Actor.person: who may not approve it.")
     requester_label = models.CharField(max_length=300)
     # The caller's alias (from_session), told of the outcome in its inbox; empty: nobody to tell.
     notify_alias = models.CharField(max_length=200, blank=True)
@@ -141,13 +142,14 @@ class ApprovalVote(models.Model):
 
     approval = models.ForeignKey(Approval, on_delete=models.CASCADE, related_name="votes")
     approver_key = models.CharField(max_length=64)
+    approver_person = models.CharField(max_length=64, default="", help_text="Actor.person: one vote each.")
     approver_label = models.CharField(max_length=300)
     decision = models.CharField(max_length=8, choices=Decision.choices)
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["approval", "approver_key"], name="one_vote_per_approver")]
+        constraints = [models.UniqueConstraint(fields=["approval", "approver_person"], name="one_vote_per_person")]
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:

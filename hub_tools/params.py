@@ -72,11 +72,11 @@ def whole(description: str, *, low: int, high: int, default: int | None = None) 
 
 
 def text_list(description: str, *, max_items: int, max_len: int, unique: bool = False) -> Param:
-    """A list of texts; `unique`: the schema says each may appear once (the service refuses repeats)."""
+    """A list of texts; `unique`: each may appear once (the schema says so, the parser checks it)."""
     published = schema.string_list(description, max_items=max_items, max_length=max_len)
     return Param(
         {**published, "uniqueItems": True} if unique else published,
-        partial(validate.string_list, max_items=max_items, max_len=max_len),
+        partial(validate.string_list, max_items=max_items, max_len=max_len, unique=unique),
     )
 
 

@@ -19,6 +19,7 @@ from limits.strategies import SlidingWindowCounterRateLimiter
 from hub_agents.actors import Actor
 from hub_core import ratelimit
 from hub_core.errors import HubError
+from hub_core.metrics import RATE_LIMIT_REFUSALS
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def write_rate_check(actor: Actor) -> None:
         logger.warning("rate limit storage unavailable; letting the write through", exc_info=True)
         return
     retry_after = max(1, math.ceil(reset_at - time.time()))
+    RATE_LIMIT_REFUSALS.labels(limit="write").inc()
     raise HubError(
         "rate_limited",
         f"Too many writes: a token may make {item.amount} per {item.get_expiry()} s. Try again in {retry_after} s.",

@@ -36,9 +36,10 @@ def specs() -> list[Tool]:
             name="search",
             title="Search",
             description=(
-                "Full-text search over the tasks (text, context, result), messages and completions of your "
-                'networks, best match first. Syntax: words (all must appear), "a phrase", -word or -"a phrase" '
-                "to leave out, prefix* (at least 2 letters). Matching ignores case and accents; punctuation "
+                "Full-text search over the tasks (text, context, result), messages, completions and channel "
+                'posts of your networks, best match first. Syntax: words (all must appear), "a phrase", '
+                '-word or -"a phrase" to leave out, prefix* (at least 2 letters). Matching ignores case and '
+                "accents; punctuation "
                 f"separates words. Each result has a snippet with the matching words between {MARK_OPEN} and "
                 f"{MARK_CLOSE}. Ranking looks at the newest 200 matches: add words, alias or since to reach "
                 "further back."
@@ -46,17 +47,22 @@ def specs() -> list[Tool]:
             params={
                 "query": P.text("What to look for (see the syntax above).", QUERY_MAX, required=True),
                 "kinds": _kinds(),
-                "alias": P.identifier("Only what concerns this agent: a task's agent, a message's recipient, ..."),
+                "alias": P.identifier(
+                    "Only what concerns this agent: a task's agent, a message's recipient, a completion's "
+                    "reporter, the posts of the channels it is in and its own. A channel that is not broadcast "
+                    "is searched only by naming one of its members here, as channel_read reads it."
+                ),
                 "since": P.moment("Only what was written at or after this ISO 8601 time, e.g. 2026-04-12T10:00:00Z."),
                 "network_id": A.NETWORK_ID,
-                "limit": P.whole("At most this many results.", low=1, high=LIMIT_MAX, default=LIMIT_DEFAULT),
+                "limit": A.limit("results", LIMIT_MAX, LIMIT_DEFAULT),
             },
             service=search_run,
             render=_results,
             output=result(
                 results=rows(
-                    "Best match first, then newest: kind (task, message, completion), id (task_id, message id or "
-                    "completion id), network_id, alias, created_at, title, snippet, rank (higher is better; "
+                    "Best match first, then newest: kind (task, message, completion, post), id (task_id, message "
+                    "id, completion id, or a post's channel_id#seq), network_id, alias, created_at, title, "
+                    "snippet, rank (higher is better; "
                     "compare ranks within one answer only)."
                 )
             ),

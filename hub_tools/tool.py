@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from hub_agents.actors import Actor
+from hub_core import logcontext, tracing
 from hub_core.errors import HubError, invalid_argument
 from hub_core.formats import timestamp
 from hub_tasks.lifecycle import leases_renew, tasks_expire_due
@@ -92,6 +93,10 @@ class Tool:
         """The service's answer, or Held when an approval rule holds the call; HubError for a refusal,
         unknown, missing and invalid arguments included. `approved`: a held call running now, as its
         caller (counted against the write limit and checked by the rules when it was made)."""
+        with tracing.tool(self.name):  # traces on: the span "tool <name>", every transport's calls alike
+            return self._execute(actor, arguments, approved=approved)
+
+    def _execute(self, actor: Actor, arguments: dict[str, Any], *, approved: bool) -> Any:
         unknown = sorted(set(arguments) - set(self.params))
         if unknown:
             raise invalid_argument(
@@ -100,6 +105,9 @@ class Tool:
         missing = [name for name in self.required if name not in arguments]
         if missing:
             raise invalid_argument(", ".join(missing), "is required")
+        named = arguments.get("network_id")
+        if isinstance(named, str) and named in actor.roles:  # the call's network, on its log lines from here
+            logcontext.set_network(named)
         if not self.read_only and not approved:
             write_rate_check(actor)
         if self.guard is not None:

@@ -15,7 +15,7 @@ def engine_uninstall(apps, schema_editor):
 
 
 def backfill(apps, schema_editor):
-    sources.backfill(apps)  # the tasks, messages and completions written before search came
+    sources.backfill(apps, kinds=("task", "message", "completion"))  # the tasks, messages and completions written before search came
 
 
 class Migration(migrations.Migration):

@@ -14,6 +14,7 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
 
 from commhub.asgi import application
+from commhub.logs import with_request_context
 from tests.helpers.asgi import Answer, ask, scope
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the view's database work runs on pool threads
@@ -21,9 +22,12 @@ pytestmark = pytest.mark.django_db(transaction=True)  # the view's database work
 
 def both(request: dict[str, Any], body: Any) -> tuple[Answer, Answer]:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = {**request, "headers": [*request["headers"], (b"content-length", str(len(raw)).encode())]}
+    # One request id for both: each answer echoes it (commhub.logs wraps the whole application).
+    sent = [(b"content-length", str(len(raw)).encode()), (b"x-request-id", b"same-request")]
+    request = {**request, "headers": [*request["headers"], *sent]}
     fast = asyncio.run(ask(application, request, raw))
-    django = asyncio.run(ask(ASGIHandler(), request, raw))  # made now: its middlewares read the settings now
+    # Made now: its middlewares read the settings now.
+    django = asyncio.run(ask(with_request_context(ASGIHandler()), request, raw))
     return fast, django
 
 

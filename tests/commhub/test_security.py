@@ -43,12 +43,14 @@ def setting(name: str, **env: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # a subprocess
 def test_check_deploy_passes_with_the_production_profile():
     result = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
 
     assert result.returncode == 0, result.stderr + result.stdout
 
 
+@pytest.mark.slow  # a subprocess
 def test_check_deploy_fails_without_it():
     result = manage("check", "--deploy", "--fail-level", "WARNING", SECRET_KEY=PRODUCTION["SECRET_KEY"])
 
@@ -56,12 +58,14 @@ def test_check_deploy_fails_without_it():
     assert "security.W012" in result.stderr  # session cookie not Secure on plain HTTP
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_SSL_REDIRECT"])
 def test_production_profile_makes_cookies_secure_and_redirects_to_https(name):
     assert setting(name, **PRODUCTION) == "True"
     assert setting(name) == "False"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("missing", "complaint"),
     [
@@ -78,6 +82,7 @@ def test_production_profile_refuses_to_start_without_its_secret_or_hosts(missing
     assert complaint in result.stderr
 
 
+@pytest.mark.slow
 def test_production_profile_refuses_debug():
     result = manage("check", **PRODUCTION, DEBUG="true")
 

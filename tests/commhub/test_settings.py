@@ -10,6 +10,9 @@ import pytest
 
 from tests.helpers import ROOT
 
+# Each case starts Django in a subprocess (about a second): CI runs them, the fast loop does not.
+pytestmark = pytest.mark.slow
+
 
 def run_check(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

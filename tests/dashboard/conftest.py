@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
+from hub_agents.services import membership_set
 from tests.helpers.live import Hub
 
 try:
@@ -89,6 +90,14 @@ def _collected_static() -> None:
     """WhiteNoise serves only collected files (dashboard/live.js among them), indexed when a hub
     starts; a fresh checkout has none until `make run`, so collect before any hub starts."""
     call_command("collectstatic", interactive=False, verbosity=0)
+
+
+@pytest.fixture
+def operator(request: pytest.FixtureRequest, network, django_user_model) -> AbstractBaseUser:
+    """ada, an operator of `network` with the test module's OPERATOR_ROLE (default owner)."""
+    user = django_user_model.objects.create_user("ada", password="unused")
+    membership_set(user=user, network=network, role=getattr(request.module, "OPERATOR_ROLE", "owner"))
+    return user
 
 
 @pytest.fixture

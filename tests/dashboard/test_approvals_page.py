@@ -10,22 +10,15 @@ from typing import Any
 import pytest
 
 from hub_agents.models import AuditEntry
-from hub_agents.services import membership_set
 from hub_tasks.models import InboxMessage, Task
 from hub_tools.models import Approval, ApprovalRule
+from tests.helpers.dashboard import SIZES
 from tests.helpers.live import rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+OPERATOR_ROLE = "admin"  # the `operator` fixture's role in the network
 BADGE = "[data-live=approvals_count]"
-
-
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="unused")
-    membership_set(user=user, network=network, role="admin")
-    return user
 
 
 def online(hub: Any, agent: Any, *aliases: str) -> None:

@@ -9,21 +9,14 @@ from typing import Any
 
 import pytest
 
-from hub_agents.services import membership_set
 from hub_channels.models import Channel, ChannelMember, ChannelPost
+from tests.helpers.dashboard import SIZES
 from tests.helpers.live import rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+OPERATOR_ROLE = "member"  # the `operator` fixture's role in the network
 POSTS = "[data-live=channel_posts]"
-
-
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="unused")
-    membership_set(user=user, network=network, role="member")
-    return user
 
 
 def watch(page: Any) -> list[str]:

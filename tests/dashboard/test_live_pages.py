@@ -8,7 +8,6 @@ from typing import Any
 import httpx
 import pytest
 
-from hub_agents.services import membership_set
 from hub_tasks.models import Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,13 +20,6 @@ def report(hub: Any, agent: Any, alias: str, status: str = "idle", **fields: Any
     body = {"alias": alias, "status": status, "resume_id": f"r-{alias}", **fields}
     reply = httpx.post(f"{hub.url}/api/v1/sessions/report", json=body, headers=agent.headers, timeout=30)
     assert reply.status_code == 200, reply.text
-
-
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="unused")
-    membership_set(user=user, network=network, role="owner")
-    return user
 
 
 def rendered_again(page: Any, selector: str) -> None:

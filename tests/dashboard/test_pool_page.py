@@ -9,24 +9,16 @@ from typing import Any
 import httpx
 import pytest
 
-from hub_agents.services import membership_set
+from tests.helpers.dashboard import SIZES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
 def rest(hub: Any, agent: Any, method: str, path: str, **body: Any) -> dict[str, Any]:
     reply = httpx.request(method, f"{hub.url}/api/v1/{path}", json=body, headers=agent.headers, timeout=30)
     assert reply.status_code in (200, 201), reply.text
     return reply.json()
-
-
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="unused")
-    membership_set(user=user, network=network, role="owner")
-    return user
 
 
 def test_the_pool_column_follows_posts_and_claims_and_skills_filter_the_fleet(

@@ -8,19 +8,11 @@ from typing import Any
 
 import pytest
 
-from hub_agents.services import membership_set
+from tests.helpers.dashboard import SIZES
 from tests.helpers.live import rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
-
-
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="unused")
-    membership_set(user=user, network=network, role="owner")
-    return user
 
 
 def running_task(hub: Any, agent: Any, alias: str, text: str) -> str:

@@ -9,9 +9,9 @@ import pytest
 
 from hub_agents.services import membership_set
 from hub_tasks.models import Task
+from tests.helpers.dashboard import SIZES
 
 pytestmark = pytest.mark.django_db(transaction=True)
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 AGENTS = [
     ("coder", "working", "porting the parser to the new grammar", 60),
     ("reviewer", "idle", None, None),

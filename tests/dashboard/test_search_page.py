@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from hub_agents.services import membership_set
+from tests.helpers.dashboard import SIZES
 
 pytestmark = pytest.mark.django_db(transaction=True)
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+OPERATOR_ROLE = "viewer"  # the `operator` fixture's role in the network
 
 
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="unused")
-    membership_set(user=user, network=network, role="viewer")
-    return user
-
-
-def test_the_nav_box_finds_tasks_messages_and_completions_highlighted(
+def test_the_nav_box_finds_tasks_messages_completions_and_posts_highlighted(
     hub_server, page_for, agent_http, operator, screenshot_dir
 ):
     hub = hub_server()
@@ -29,6 +22,8 @@ def test_the_nav_box_finds_tasks_messages_and_completions_highlighted(
     agent_http.mcp(hub, "send_message", alias="coder", message="staging deploy is blocked by the migration")
     agent_http.mcp(hub, "report_completion", alias="coder", task="Write the docs", result="deployed to staging")
     agent_http.mcp(hub, "send_task", alias="coder", task="unrelated work", from_session="lead")
+    ops = agent_http.mcp(hub, "channel_create", name="ops", alias="lead", members=["coder"])["channel_id"]
+    agent_http.mcp(hub, "channel_post", channel_id=ops, alias="coder", content="staging: deploy window at 5")
     page = page_for(hub, operator)
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
@@ -40,13 +35,19 @@ def test_the_nav_box_finds_tasks_messages_and_completions_highlighted(
     page.wait_for_selector("table.search-results")
     assert page.url.endswith("/search/?q=deploy+staging")
     rows = page.locator("table.search-results tbody tr")
-    assert rows.count() == 2  # the task and the message; the completion says "deployed", not "deploy"
+    assert rows.count() == 3  # the task, the message, the post; the completion says "deployed", not "deploy"
     kinds = sorted(rows.nth(i).get_attribute("data-key").split("-", 1)[0] for i in range(rows.count()))
-    assert kinds == ["message", "task"]
+    assert kinds == ["message", "post", "task"]
     marked = page.locator(f"tr[data-key='task-{task['task_id']}'] .snippet mark")
     assert [marked.nth(i).inner_text() for i in range(marked.count())] == ["Deploy", "staging"]
     assert "<b>parser</b>" in page.inner_text(f"tr[data-key='task-{task['task_id']}'] .snippet")  # text, not markup
     assert page.locator(".snippet b").count() == 0
+
+    page.click(f"tr[data-key='post-{ops}#1'] a")  # a post leads to its place in its channel
+    page.wait_for_selector("#post-1")
+    assert page.url.endswith(f"/channels/{ops}/#post-1")
+    assert "staging: deploy window at 5" in page.inner_text("#post-1")
+    page.go_back()
 
     page.fill(".search-form input[name=q]", "deploy* staging")
     page.select_option(".search-form select[name=kind]", "completion")

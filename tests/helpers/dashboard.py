@@ -7,6 +7,9 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.test import Client
 
+# The two sizes every dashboard page is checked and shot at (Playwright).
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
 
 def browser_of(user: AbstractBaseUser) -> Client:
     browser = Client()

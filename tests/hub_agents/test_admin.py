@@ -27,6 +27,8 @@ from hub_agents.services import (
 )
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from hub_tools.models import ApprovalRule
+from hub_webhooks.models import Delivery
+from hub_webhooks.services import webhook_create
 from tests.helpers.calls import (
     approval_decide,
     broadcast_send,
@@ -536,6 +538,11 @@ def everything(network, agent, online, boss, make_actor) -> None:
     ApprovalRule.objects.create(network=network, name="hold broadcasts", tool="broadcast")
     held = broadcast_send(actor=agent, message="everyone")["approval_id"]
     approval_decide(actor=make_actor(network, "owner"), approval_id=held, decision="reject")
+    # A webhook (an address literal: nothing is resolved or sent) and one of its deliveries.
+    hook, _ = webhook_create(
+        actor=make_actor(network, "owner"), network_id=network.id, url="https://93.184.215.14/hook", event_types=[]
+    )
+    Delivery.objects.create(subscription=hook, event_type="new_task", outcome="failed")
 
 
 def test_the_admin_index_and_every_changelist_and_change_page_render(staff, everything):
@@ -552,6 +559,8 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         "hub_tasks.Completion",
         "hub_tools.ApprovalRule",
         "hub_tools.Approval",
+        "hub_webhooks.Subscription",
+        "hub_webhooks.Delivery",
     }
     for model in models:
         info = (model._meta.app_label, model._meta.model_name)

@@ -22,6 +22,7 @@ from google.protobuf.json_format import ParseDict, ParseError
 
 from commhub.asgi import application
 from commhub.lean import is_lean
+from commhub.logs import with_request_context
 from hub_agents.actors import Actor
 from hub_agents.models import Network
 from hub_agents.services import membership_set, token_create, user_get_or_create
@@ -328,10 +329,11 @@ def test_the_cards_answer_alike_through_the_lean_path_and_django(network, other_
     ]
 
     for path, headers in cases:
-        request = scope(method="GET", path=path, **{name.lower(): value for name, value in headers.items()})
+        sent = {name.lower(): value for name, value in headers.items()}
+        request = scope(method="GET", path=path, x_request_id="same-request", **sent)  # each answer echoes it
         assert is_lean(request) == (path != HUB_CARD and bool(headers))  # a bearer call to /api/v1/ goes lean
         fast = asyncio.run(ask(application, request))
-        django = asyncio.run(ask(ASGIHandler(), request))
+        django = asyncio.run(ask(with_request_context(ASGIHandler()), request))  # as commhub.asgi wraps both
         assert fast == django, path
         if fast[0] == 200:
             strict(json.loads(fast[2]))

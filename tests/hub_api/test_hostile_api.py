@@ -276,6 +276,9 @@ def bodies(draw: st.DrawFn, endpoint: Endpoint, known: dict[str, list[Any]]) -> 
     return b""
 
 
+GARBAGE = ["Bearer ", "Bearer \x00", "Basic Og==", "Bearer ntok_x y", "bearer"]  # no credential at all
+
+
 @st.composite
 def credentials(draw: st.DrawFn, world: World, others: dict[str, str]) -> dict[str, str]:
     kind = draw(st.sampled_from(["member", "member", "member", "viewer", "outsider", "none", "garbage"]))
@@ -285,9 +288,7 @@ def credentials(draw: st.DrawFn, world: World, others: dict[str, str]) -> dict[s
         return {"Authorization": f"Bearer {others[kind]}"}
     if kind == "none":
         return {}
-    return {
-        "Authorization": draw(st.sampled_from(["Bearer ", "Bearer \x00", "Basic Og==", "Bearer ntok_x y", "bearer"]))
-    }
+    return {"Authorization": draw(st.sampled_from(GARBAGE))}
 
 
 # --- fixtures ------------------------------------------------------------------------------------
@@ -360,7 +361,7 @@ def test_any_content_type_accept_header_or_credential_is_answered_without_a_5xx(
     response = client.generic(endpoint.method.upper(), path, body, content_type=content_type, headers=headers)
 
     assert_api_answer(response, path.encode() + body, endpoint.method.upper())
-    if "Authorization" not in headers or headers["Authorization"].startswith("Bearer ntok_x"):
+    if headers.get("Authorization", GARBAGE[0]) in GARBAGE:  # (a real token may start "ntok_x" too)
         assert response.status_code >= 400, response.content  # nothing without a valid token
 
 

@@ -100,7 +100,7 @@ def test_posting_to_an_agents_group_channel_joins_it_first_and_the_posts_read_in
     channel_post(actor=agent, channel_id=channel_id, alias="lead", content="thanks")
     page = text(browser.get(f"/channels/{channel_id}/"))
     assert posted(page) == ["schema ready", "ship it", "thanks"]
-    assert '<li class="post mine" data-key="p2">' in page
+    assert '<li class="post mine" data-key="p2" id="post-2">' in page
     assert ">Post</button>" in page and 'name="join"' not in page  # a member now
     again = browser.post(f"/channels/{channel_id}/", {"content": "and again"})
     assert again.status_code == 302 and ChannelPost.objects.filter(channel_id=channel_id).count() == 4
@@ -228,6 +228,20 @@ def test_leaving_takes_the_dashboard_sender_out(login, agent):
 
     assert "dashboard:ada left the channel." in text(reply) and "Join as dashboard:ada and post" in text(reply)
     assert not ChannelMember.objects.filter(alias="dashboard:ada").exists()
+
+
+@pytest.mark.parametrize("role", ["owner", "viewer"])
+def test_operators_read_a_private_channel_even_once_everyone_left(login, agent, role):
+    """Members read a group channel over MCP; operators watch every channel of their network, as they
+    watch every inbox, with nobody left to read as."""
+    channel_id = group(agent, members=["coder"])
+    channel_post(actor=agent, channel_id=channel_id, alias="coder", content="handing over")
+    for alias in ("coder", "lead"):
+        ChannelMember.objects.filter(channel_id=channel_id, alias=alias).delete()
+
+    page = text(login(role).get(f"/channels/{channel_id}/"))
+
+    assert posted(page) == ["handing over"]
 
 
 @pytest.mark.parametrize("role", ["owner", "viewer"])

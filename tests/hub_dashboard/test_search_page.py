@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.calls import completion_report, message_send, task_send
+from tests.helpers.calls import channel_create, channel_post, completion_report, message_send, task_send
 
 pytestmark = pytest.mark.django_db
 
@@ -51,3 +51,16 @@ def test_a_kind_narrows_and_bad_syntax_is_explained(login, agent):
 
     status, html = page(browser, q="nothing-here")
     assert status == 200 and "Nothing found for" in html
+
+
+def test_a_post_is_found_and_links_to_its_place_in_its_channel(login, agent):
+    channel_id = channel_create(actor=agent, name="ops", alias="lead", members=["coder"])["channel_id"]
+    channel_post(actor=agent, channel_id=channel_id, alias="coder", content="warm-up")
+    channel_post(actor=agent, channel_id=channel_id, alias="coder", content="the <i>canary</i> is green")
+    browser = login("viewer")
+
+    status, html = page(browser, q="canary", kind="post")
+
+    assert status == 200 and html.count("<mark>") == 1
+    assert f'href="/channels/{channel_id}/#post-2"' in html and "&lt;i&gt;<mark>canary</mark>&lt;/i&gt;" in html
+    assert 'id="post-2"' in browser.get(f"/channels/{channel_id}/").content.decode()

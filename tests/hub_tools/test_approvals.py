@@ -7,11 +7,13 @@ Racing approvers on real threads: tests/hub_tools/test_approval_races.py.
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from hub_agents.models import ApiToken, AuditEntry
-from hub_agents.services import token_revoke
+from hub_agents.services import actor_for_user, token_revoke
 from hub_events.models import Event
 from hub_tasks.models import InboxMessage
+from hub_tools import approvals
 from hub_tools.models import Approval, ApprovalRule
 from tests.helpers import refused
 from tests.helpers.calls import (
@@ -26,6 +28,7 @@ from tests.helpers.calls import (
 )
 
 PLANNER = "planner"
+User = get_user_model()
 
 
 @pytest.fixture
@@ -132,6 +135,45 @@ def test_the_caller_may_not_approve_its_own_call_nor_may_members(network, owner,
 
     assert (own.code, own.status) == ("permission_denied", 403)
     assert (member.code, member.status) == ("permission_denied", 403)
+
+
+def test_one_person_is_one_approver_whatever_token_or_session_they_use(network, make_actor, fleet):
+    """Two user tokens of alice, and her dashboard session, are all alice: she may not approve her own
+    call, and bob may not fill a two-approver tier alone with two tokens."""
+    rule(network, tool="broadcast", tier=ApprovalRule.Tier.TWO)
+    alice = make_actor(user="alice", memberships={network: "owner"})
+    alice_again = make_actor(user="alice")
+    alice_desk = actor_for_user(alice_again_user := User.objects.get(username="alice"))
+    bob, bob_again = make_actor(user="bob", memberships={network: "admin"}), make_actor(user="bob")
+    held = broadcast_send(actor=alice, message="mine")
+
+    for own in (alice_again, alice_desk):
+        assert refused(approval_decide, actor=own, approval_id=held["approval_id"], decision="approve").code == (
+            "permission_denied"
+        )
+    approval_decide(actor=bob, approval_id=held["approval_id"], decision="approve")
+    twice = refused(approval_decide, actor=bob_again, approval_id=held["approval_id"], decision="approve")
+
+    assert twice.code == "approval_voted" and broadcasts() == 0
+    assert alice_again_user.pk == alice.user_id
+
+
+def test_a_decider_that_finds_its_approval_past_its_time_expires_it_and_runs_nothing(
+    network, agent, owner, clock, fleet, monkeypatch
+):
+    """The sweep skips a row a decider holds (skip_locked): the decider, once it has the lock, finds
+    the approval past its time itself. Here the sweep before the vote finds nothing, as when it skipped."""
+    rule(network, tool="send_task", timeout_seconds=3600)
+    held = task_send(actor=agent, alias="coder-1", task="late", from_session=PLANNER)
+    clock.tick(3601)
+    monkeypatch.setattr(approvals, "approvals_expire_due", lambda **_: 0)
+
+    late = refused(approval_decide, actor=owner, approval_id=held["approval_id"], decision="approve")
+
+    assert (late.code, late.status) == ("approval_decided", 409) and "expired" in late.message
+    assert Approval.objects.get(pk=held["approval_id"]).status == "expired"  # committed, not rolled back
+    assert inbox_list(actor=agent, alias="coder-1")["messages"] == []
+    assert AuditEntry.objects.filter(action="approval.expired").count() == 1
 
 
 def test_other_networks_see_no_approval(network, agent, outsider, make_actor, other_network):

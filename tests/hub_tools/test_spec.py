@@ -109,3 +109,21 @@ def test_the_registry_starts_with_the_contracts_17_tools_in_order_then_named_ext
     assert tools.CONTRACT_TOOLS[0] == "report_status" and tools.CONTRACT_TOOLS[-1] == "broadcast"
     assert_contract_first([tool.name for tool in tools.TOOLS])
     assert set(EXTENSION_TOOLS) <= set(tools.TOOLS_BY_NAME)
+
+
+UNIQUE_LISTS = [
+    (tool.name, name) for tool in tools.TOOLS for name, param in tool.params.items() if param.schema.get("uniqueItems")
+]
+
+
+@pytest.mark.parametrize(("tool", "name"), UNIQUE_LISTS, ids=[f"{tool}.{name}" for tool, name in UNIQUE_LISTS])
+def test_a_list_the_schema_says_is_unique_is_refused_with_a_repeat(tool, name):
+    """What the published schema promises (uniqueItems), the parser holds: a repeated item is
+    invalid_argument (400) before any service runs, not accepted (schemathesis found ask_operator's
+    options taking ["0", "0"])."""
+    param = tools.TOOLS_BY_NAME[tool].params[name]
+
+    assert param.parse(name, ["ab", "cd"]) == ["ab", "cd"]
+    repeated = refused(param.parse, name, ["ab", "cd", "ab"])
+    assert (repeated.code, repeated.extra["field"]) == ("invalid_argument", name)
+    assert "twice" in repeated.message
