@@ -13,8 +13,8 @@ $(VENV)/.installed: requirements.txt
 
 setup: $(VENV)/.installed
 
-# Served by daphne through commhub.serving: daphne's own command line, its access lines logged
-# through the filter that redacts tokens (a raw token in a query string never reaches the terminal).
+# The whole hub (commhub/run.py): daphne through commhub.serving (its access lines through the filter
+# that redacts tokens), with the sweep and the webhooks deliverer beside it; Ctrl-C stops all three.
 run: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
@@ -26,7 +26,7 @@ run: setup
 	@echo "  connect Claude Code:           claude mcp add --transport http commhub http://127.0.0.1:$(PORT)/mcp --header \"Authorization: Bearer <token>\""
 	@echo "  an operator login:             $(PY) manage.py createsuperuser   (owns network 'default' on first login)"
 	@echo ""
-	exec $(PY) -m commhub.serving --bind 127.0.0.1 --port $(PORT) commhub.asgi:application
+	exec $(PY) -m commhub.run --bind 127.0.0.1 --port $(PORT)
 
 test: setup
 	$(PY) -m pytest

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hub_agents.models import ADMIN_ROLES, WRITE_ROLES
-from hub_core import logcontext
 from hub_core.errors import HubError, permission_denied
 
 # How an operator's dashboard writes name their sender (from_session): "dashboard:<username>".
@@ -35,7 +34,6 @@ class Actor:
         if network_id is None:
             return list(self.roles)
         self._check_member(network_id)
-        logcontext.set_network(network_id)
         return [network_id]
 
     def writable_network(self, network_id: str | None = None) -> str:
@@ -56,7 +54,6 @@ class Actor:
                 )
             (network_id,) = self.roles
         self.check_write(network_id)
-        logcontext.set_network(network_id)
         return network_id
 
     def check_write(self, network_id: str) -> None:

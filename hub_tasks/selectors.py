@@ -262,7 +262,7 @@ def questions_by_asker(*, network_id: str) -> dict[str, dict[str, Any]]:
     return {question.task.to_name: question.as_row() for question in waiting}  # oldest last: it wins
 
 
-# The order of a thread's entries that share a millisecond: what prompts comes before what answers.
+# The order of a thread's entries written in the same microsecond: what prompts comes before what answers.
 _THREAD_ORDER = {"task": 0, "question": 1, "answer": 2, "message": 3, "completion": 4}
 
 
@@ -273,7 +273,7 @@ def task_thread(*, actor: Actor, task_id: str) -> list[dict[str, Any]]:
     task = Task.objects.filter(network_id__in=actor.readable_networks(), pk=task_id).first()
     if task is None:
         raise task_not_found(task_id)
-    entries: list[dict[str, Any]] = [
+    entries: list[_Placed] = [
         _entry("task", task.task_id, task.created_at, task.from_name, task.to_name, task.content, context=task.context)
     ]
     questions = list(task.questions.order_by("asked_at", "pk"))
@@ -309,12 +309,17 @@ def task_thread(*, actor: Actor, task_id: str) -> list[dict[str, Any]]:
                 completion.result, artifacts=completion.artifacts,
             )
         )  # fmt: skip
-    entries.sort(key=lambda entry: (entry["at"], _THREAD_ORDER[entry["kind"]]))
-    return entries
+    return [entry for *_, entry in sorted(entries, key=lambda placed: placed[:2])]
 
 
-def _entry(kind: str, id: str, at: datetime, sender: str, to: str, content: str, **extra: Any) -> dict[str, Any]:
-    return {"kind": kind, "id": id, "at": timestamp(at), "from": sender, "to": to, "content": content, **extra}
+_Placed = tuple[datetime, int, dict[str, Any]]
+
+
+def _entry(kind: str, id: str, at: datetime, sender: str, to: str, content: str, **extra: Any) -> _Placed:
+    """One entry of a thread, with its place: the stored time to the microsecond (`at` shows
+    milliseconds), then its kind's order."""
+    entry = {"kind": kind, "id": id, "at": timestamp(at), "from": sender, "to": to, "content": content, **extra}
+    return at, _THREAD_ORDER[kind], entry
 
 
 def tasks_by_network_status() -> list[tuple[str, str, int]]:

@@ -81,6 +81,26 @@ def test_a_thread_holds_every_kind_of_message_about_its_task_in_order(agent, clo
     assert times == sorted(times)
 
 
+def test_entries_within_one_millisecond_keep_the_order_they_were_written_in(agent, clock):
+    """`at` shows milliseconds; the thread is ordered by the stored microseconds, so a second question
+    asked 200 µs after the first one's answer comes after it (a question's kind sorts before an
+    answer's only when both share the microsecond)."""
+    task_id = task_send(actor=agent, alias=CODER, task="port the parser", from_session=LEAD)["task_id"]
+    inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+    clock.tick(1)
+    first = question_ask(actor=agent, task_id=task_id, question="Keep the old API?")
+    clock.tick(1)
+    answered = question_answer(actor=agent, question_id=first["question_id"], answer="yes")
+    clock.tick(0.0002)
+    second = question_ask(actor=agent, task_id=task_id, question="For how long?")
+
+    entries = task_thread(actor=agent, task_id=task_id)["entries"]
+
+    ids = [entry["id"] for entry in entries]
+    assert ids == [task_id, first["question_id"], answered["message_id"], second["question_id"]]
+    assert entries[2]["at"] == entries[3]["at"]  # one millisecond, as shown
+
+
 def test_a_fresh_task_is_a_thread_of_one(agent):
     task_id = task_send(actor=agent, alias=CODER, task="just sent")["task_id"]
 
