@@ -28,8 +28,11 @@ run: setup
 	@echo ""
 	exec $(PY) -m commhub.run --bind 127.0.0.1 --port $(PORT)
 
+# The whole suite on two workers (pytest-xdist: each has its own test database). The longest kinds
+# start first (tests/plugins/markers.py) and an idle worker takes half of the other's queue
+# (worksteal), so neither waits on the other's minutes-long tests. `.venv/bin/pytest path` runs a part.
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist worksteal
 
 # The inner loop: unit, service and in-process HTTP/websocket tests, under a minute, on every core
 # (pytest-xdist; each worker has its own test database). `make test` runs the rest too: live servers,
