@@ -15,10 +15,13 @@ alone, as before.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -38,49 +41,74 @@ def commands(bind: str, port: int, *, sweep_interval: float, workers: bool) -> d
     }
 
 
-def _stop_with_parent() -> None:
-    """In the child, before it runs: SIGTERM when this process dies, even by SIGKILL (Linux), so no
-    worker outlives the hub it was started for. Its own process group: Ctrl-C in the terminal
-    reaches this process only, which stops the children in order."""
-    os.setpgid(0, 0)
-    if sys.platform == "linux":
-        import ctypes
+def _stop_with(parent: int) -> Callable[[], None]:
+    """What the child runs before it starts: SIGTERM when `parent` dies, even by SIGKILL (Linux), so
+    no worker outlives the hub it was started for (and if it died already, the child does not
+    start). Its own process group: Ctrl-C in the terminal reaches `parent` only, which stops the
+    children in order."""
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    def before_exec() -> None:
+        os.setpgid(0, 0)
+        if sys.platform == "linux":
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return before_exec
 
 
 def supervise(named: dict[str, list[str]]) -> int:
-    children = {name: subprocess.Popen(argv, cwd=ROOT, preexec_fn=_stop_with_parent) for name, argv in named.items()}
-    names = {child.pid: name for name, child in children.items()}
-    asked_to_stop = False
+    """Runs the children until one exits or this process is told to stop; then stops the others
+    (SIGTERM, then SIGKILL after STOP_SECONDS or at a second signal). 0 when told to stop, else the
+    first child's failure. Only this function reaps: the signal handler only signals."""
+    pids: dict[int, str] = {}
+    signals = 0
 
-    def stop_all() -> None:
-        for child in children.values():
-            if child.poll() is None:
-                child.terminate()
+    def stop_all(sig: int = signal.SIGTERM) -> None:
+        for pid in list(pids):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:  # exited, not reaped yet
+                pass
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal asked_to_stop
-        asked_to_stop = True
-        stop_all()
+        nonlocal signals
+        signals += 1
+        stop_all(signal.SIGTERM if signals == 1 else signal.SIGKILL)
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    pid, status = os.wait()  # the first child to exit, whether asked to or not
-    code = os.waitstatus_to_exitcode(status)
-    if not asked_to_stop:
-        print(f"commhub: {names.get(pid, pid)} exited ({code}); stopping the others", file=sys.stderr, flush=True)
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, on_signal)
+    for name, argv in named.items():
+        if signals:
+            break
+        child = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, preexec_fn=_stop_with(os.getpid()))
+        pids[child.pid] = name
+    if signals:  # told to stop while they were starting
         stop_all()
-    for child in children.values():
-        if child.pid == pid:
-            child.returncode = code  # reaped above
-            continue
+    failure = 0
+    deadline: float | None = None  # once stopping: when whatever is left gets SIGKILL
+    while pids:
         try:
-            child.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-    return 0 if asked_to_stop else (code if code > 0 else 1)
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            if deadline is None and signals:
+                deadline = time.monotonic() + STOP_SECONDS
+            if deadline is not None and time.monotonic() >= deadline:
+                stop_all(signal.SIGKILL)
+                deadline = math.inf
+            time.sleep(0.05)
+            continue
+        name, code = pids.pop(pid), os.waitstatus_to_exitcode(status)
+        if deadline is None and not signals:  # the first to exit, unasked: stop the rest
+            print(f"commhub: {name} exited ({code}); stopping the others", file=sys.stderr, flush=True)
+            failure = code if code > 0 else 1
+            stop_all()
+            deadline = time.monotonic() + STOP_SECONDS
+    return failure
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -641,9 +641,9 @@ def completion_report(
     and set the alias idle."""
     task_ref = task
     network = actor.writable_network(network_id)
-    now = timezone.now()
 
     session_lock(network_id=network, alias=alias)  # sessions before tasks, as report_status locks them
+    now = timezone.now()  # after the lock: a completion that waited is not stamped before what it waited on
     # Settle deadlines first, so a match by content never picks a task that is already overdue.
     tasks_expire_due(network_ids=[network], now=now)
     matched = _match_completed_task(network, alias, task_ref)

@@ -50,12 +50,14 @@ def hub_server(transactional_db) -> Iterator[Callable[..., Hub]]:
         started.append(hub)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
+            # Exited (e.g. another test run's server took the port first): not "started" because
+            # something answers on its port.
+            assert process.poll() is None, log.read_text()
             try:
-                if httpx.get(f"{hub.url}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"{hub.url}/healthz", timeout=2).status_code == 200 and process.poll() is None:
                     return hub
             except httpx.TransportError:
                 pass
-            assert process.poll() is None, log.read_text()
             time.sleep(0.2)
         raise AssertionError(f"hub did not start: {log.read_text()}")
 

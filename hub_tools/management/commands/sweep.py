@@ -6,20 +6,25 @@ be correct; it makes things happen on time when nobody reads: a sender hears of 
 held retry reaches its agent's inbox, a caller hears that its held call expired, an old post is gone
 from the database (reads and search already hide it). Any number of
 sweepers may run beside the hub and each other: each task is settled, and each approval expired,
-once, under its row lock. Runs nowhere by default.
+once, under its row lock. `make run` starts one (commhub.run); a pass that fails (the database
+restarting, SQLite busy past its timeout) is logged and the next one tried, unless --once.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import close_old_connections
 
 from hub_agents.models import Network
 from hub_channels.services import channels_retention_sweep
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tools.approvals import approvals_expire_due
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -39,13 +44,21 @@ class Command(BaseCommand):
             self.stderr.write("--interval must be more than 0 seconds")
             raise SystemExit(2)
         while True:
-            # Cheap when nothing is due: one read of each network's earliest due time.
-            networks = list(Network.objects.values_list("pk", flat=True))
-            settled = tasks_expire_due(network_ids=networks)
-            expired = approvals_expire_due(network_ids=networks)
-            aged = channels_retention_sweep()
-            if (settled or expired or aged) and options["verbosity"] >= 1:
-                self.stdout.write(f"settled {settled} tasks, expired {expired} approvals, deleted {aged} aged posts")
             if once:
+                self._sweep(options["verbosity"])
                 return
+            try:
+                close_old_connections()  # a connection the database dropped is not reused
+                self._sweep(options["verbosity"])
+            except Exception:
+                logger.exception("the sweep failed; the next one runs in %s s", interval)
             time.sleep(interval)
+
+    def _sweep(self, verbosity: int) -> None:
+        # Cheap when nothing is due: one read of each network's earliest due time.
+        networks = list(Network.objects.values_list("pk", flat=True))
+        settled = tasks_expire_due(network_ids=networks)
+        expired = approvals_expire_due(network_ids=networks)
+        aged = channels_retention_sweep()
+        if (settled or expired or aged) and verbosity >= 1:
+            self.stdout.write(f"settled {settled} tasks, expired {expired} approvals, deleted {aged} aged posts")

@@ -82,11 +82,20 @@ class Command(BaseCommand):
             running: dict[Future[int], int] = {}
             while True:
                 close_old_connections()
-                if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
-                    deliveries_prune()
-                    last_prune = time.monotonic()
+                try:
+                    if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
+                        deliveries_prune()
+                        last_prune = time.monotonic()
+                    due = webhooks_due(limit=concurrency * 8)
+                except Exception:
+                    if once:
+                        raise
+                    # The database restarting, or SQLite busy past its timeout: try again next pass.
+                    logger.exception("webhooks: reading what is due failed; trying again in %s s", interval)
+                    time.sleep(interval)
+                    continue
                 busy = set(running.values())
-                waiting = [sid for sid in webhooks_due(limit=concurrency * 8) if sid not in busy]
+                waiting = [sid for sid in due if sid not in busy]
                 for subscription_id in waiting if once else waiting[: concurrency - len(running)]:
                     running[pool.submit(deliver, subscription_id)] = subscription_id
                 if not running:
