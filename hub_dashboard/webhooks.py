@@ -82,7 +82,10 @@ def webhooks_page(request: HttpRequest) -> HttpResponse:
     for subscription in subscriptions:
         subscription.pill = PILLS[subscription.state]
     context = {"subscriptions": subscriptions, "form": form, "created": created, "secret": secret}
-    return render(request, "dashboard/webhooks.html", desk.context(section="webhooks", **context), status=status)
+    response = render(request, "dashboard/webhooks.html", desk.context(section="webhooks", **context), status=status)
+    if secret:
+        response["Cache-Control"] = "no-store"  # the raw secret must not stay in any cache (as a new token)
+    return response
 
 
 @login_required

@@ -48,6 +48,16 @@ def test_an_admin_adds_a_webhook_and_sees_its_secret_once(login, network, receiv
     assert secret not in str(audit.detail) and receiver.url in audit.target
 
 
+def test_the_page_that_shows_the_secret_is_never_cached(login, network, receiver):
+    """As the admin's new-token page: the one answer holding the raw secret must stay in no cache."""
+    browser = login("owner")
+
+    reply = add(browser, receiver.url)
+
+    assert reply.status_code == 201 and "whsec_" in text(reply)
+    assert "no-store" in {part.strip() for part in reply.get("Cache-Control", "").split(",")}
+
+
 def test_a_private_url_is_refused_on_the_form(login, network):
     reply = add(login("owner"), "http://127.0.0.1:8000/hook")
     assert reply.status_code == 400
