@@ -230,7 +230,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "dashboard/task.html",
         desk.context(
             **family,
-            timeline=_timeline(family["events"], family["questions"]),
+            timeline=_timeline(family["events"]),
             thread=thread,
             # A question of it waits for a person (and the task has not ended meanwhile).
             waiting_input=task.status not in TERMINAL and any(not q["answered_at"] for q in family["questions"]),
@@ -288,17 +288,12 @@ def held_notice(request: HttpRequest, held: Held) -> None:
     )
 
 
-def _timeline(events: list[dict[str, Any]], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The task page's timeline: its status changes, and each question asked and answered, by time
-    (a stable sort: what happened in the same millisecond keeps the order it was written in)."""
-    # Keys the live patcher can match across renders: an entry keeps its key when others come between.
-    entries = [{"kind": "status", "key": f"e{n}", "at": e["created_at"], **e} for n, e in enumerate(events, 1)]
-    for q in questions:
-        asked = {"kind": "asked", "key": f"q-{q['question_id']}", "who": q["asked_by"], "text": q["question"]}
-        entries.append({**asked, "at": q["asked_at"]})
-        if q["answered_at"]:
-            answered = {"kind": "answered", "key": f"a-{q['question_id']}", "who": q["answered_by"]}
-            entries.append({**answered, "at": q["answered_at"], "text": q["answer"]})
+def _timeline(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The task page's timeline: its history (get_task's events: status changes, and each question
+    asked and answered), by time (a stable sort: what happened in the same millisecond keeps the
+    order it was written in)."""
+    # Keys the live patcher can match across renders: an entry keeps its key when others come after.
+    entries = [{"key": f"e{n}", "at": e["created_at"], **e} for n, e in enumerate(events, 1)]
     return sorted(entries, key=lambda entry: entry["at"])
 
 

@@ -405,13 +405,23 @@ class Completion(models.Model):
 
 
 class TaskEvent(models.Model):
-    """One row per status change of a task, written in the same transaction as the change."""
+    """A task's history, one row per change, written in the same transaction as the change: each
+    status change, and each question asked about it and answered (which keep its status: such a row
+    names the status the task stayed in, both ways)."""
+
+    class Kind(models.TextChoices):
+        STATUS = "status", "status change"
+        QUESTION = "question", "question asked"
+        ANSWER = "answer", "question answered"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.STATUS)
     from_status = models.CharField(max_length=16, blank=True)  # blank: the task was just created
     to_status = models.CharField(max_length=16, choices=TaskStatus.choices)
     actor = models.CharField(max_length=300)
     detail = models.TextField(blank=True)
+    # The question a `question` or `answer` row is about.
+    question = models.ForeignKey("Question", null=True, blank=True, on_delete=models.CASCADE, related_name="events")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -421,13 +431,17 @@ class TaskEvent(models.Model):
         return f"{self.task_id}: {self.from_status or '∅'} → {self.to_status}"
 
     def as_row(self) -> dict[str, Any]:
-        return {
+        row = {
+            "kind": self.kind,
             "from_status": self.from_status or None,
             "to_status": self.to_status,
             "actor": self.actor,
             "detail": self.detail,
             "created_at": timestamp(self.created_at),
         }
+        if self.question_id is not None:
+            row["question_id"] = self.question_id
+        return row
 
 
 class TaskDeadline(models.Model):

@@ -3,10 +3,14 @@ agent) answers (answer_question), and the answer reaches the agent as a reply in
 like any reply. The task keeps its status throughout; while a question of it is open the dashboard
 shows it waiting for input.
 
-Lock order, as every task write: the task first, then the question's own row.
+Lock order, as every task write: the task first, then the question's own row. Asking and answering
+each write a row of the task's history (TaskEvent, kinds `question` and `answer`) in their
+transaction, so get_task's `events` and the task page's timeline tell them with its status changes.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -16,7 +20,7 @@ from hub_agents.models import AuditEntry
 from hub_core.errors import HubError, task_not_found, task_terminal
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_tasks.lifecycle import HUB, inbox_deliver, leases_renew, task_settle
-from hub_tasks.models import TERMINAL, InboxMessage, Question, Task, TaskStatus
+from hub_tasks.models import TERMINAL, InboxMessage, Question, Task, TaskEvent, TaskStatus
 from hub_tasks.results import QuestionAnswered, QuestionAsked
 
 
@@ -42,6 +46,8 @@ def question_ask(*, actor: Actor, task_id: str, question: str, options: list[str
     asked = Question.objects.create(
         network_id=task.network_id, task=task, asked_by=task.to_name, text=question, options=options, asked_at=now
     )
+    offered = f" (options: {' · '.join(options)})" if options else ""
+    _history(task, asked, TaskEvent.Kind.QUESTION, actor=asked.asked_by, detail=question + offered, now=now)
     publish(
         HubEvent(
             type=EventType.QUESTION_ASKED,
@@ -99,6 +105,7 @@ def question_answer(*, actor: Actor, question_id: str, answer: str) -> QuestionA
     )
     asked.answer, asked.answered_by, asked.answered_at, asked.answer_message = answer, actor.label, now, message
     asked.save(update_fields=["answer", "answered_by", "answered_at", "answer_message"])
+    _history(task, asked, TaskEvent.Kind.ANSWER, actor=actor.label, detail=answer, now=now)
     publish(
         HubEvent(
             type=EventType.QUESTION_ANSWERED,
@@ -121,3 +128,17 @@ def question_answer(*, actor: Actor, question_id: str, answer: str) -> QuestionA
         answer=answer[:200],
     )
     return QuestionAnswered(asked.id, asked.task_id, message.id)
+
+
+def _history(task: Task, question: Question, kind: str, *, actor: str, detail: str, now: datetime) -> None:
+    """The task's history row for a question asked or answered: its status unchanged, both ways."""
+    TaskEvent.objects.create(
+        task=task,
+        kind=kind,
+        question=question,
+        from_status=task.status,
+        to_status=task.status,
+        actor=actor,
+        detail=detail,
+        created_at=now,
+    )

@@ -180,7 +180,9 @@ def task_page(
     if dead_letter:
         tasks = tasks.filter(dead_lettered_at__isnull=False)
     stats = _status_counts([network], "status")
-    newest_change = TaskEvent.objects.filter(task=OuterRef("pk")).order_by("-id").values("created_at")[:1]
+    # A question asked or answered is history too, but no change of status.
+    changes = TaskEvent.objects.filter(task=OuterRef("pk"), kind=TaskEvent.Kind.STATUS)
+    newest_change = changes.order_by("-id").values("created_at")[:1]
     tasks = tasks.annotate(status_since=Coalesce(Subquery(newest_change), F("created_at")))
     if order in ("status_since", "-status_since"):
         return tasks.order_by(order, "-pk"), stats
@@ -217,7 +219,12 @@ def completion_hours(*, actor: Actor, network_id: str, hours: int = 24) -> list[
     now = timezone.now().replace(minute=0, second=0, microsecond=0)
     start = now - timedelta(hours=hours - 1)
     ended = (
-        TaskEvent.objects.filter(task__network_id=network, created_at__gte=start, to_status__in=["replied", "failed"])
+        TaskEvent.objects.filter(
+            task__network_id=network,
+            kind=TaskEvent.Kind.STATUS,
+            created_at__gte=start,
+            to_status__in=["replied", "failed"],
+        )
         .annotate(hour=TruncHour("created_at"))
         .values("hour", "to_status")
         .annotate(count=Count("pk"))

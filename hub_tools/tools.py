@@ -446,7 +446,7 @@ def _build() -> list[Tool]:
             settles_deadlines=True,
             output=result(
                 task={"type": "object"},
-                events=rows("Status changes, oldest first."),
+                events=rows("History, oldest first: status changes, questions asked and answered (`kind`)."),
                 attempts=rows("Deliveries of the task, first attempt first."),
                 questions=rows("Questions its agent asked of a person (ask_operator), oldest first."),
             ),

@@ -200,3 +200,23 @@ def test_the_task_page_shows_its_conversation_in_order(operator, agent, clock):
     for item, text in zip(said, ["port the parser", "Keep the &lt;old&gt; API?", *expected[2:]], strict=True):
         assert text in item
     assert "Keep the <old> API?" not in conversation  # escaped, as everything an agent wrote
+
+
+def test_the_timeline_tells_a_question_and_its_answer_between_status_changes(operator, agent, clock):
+    task_id = task_send(actor=agent, alias="coder", task="port the parser", from_session="lead")["task_id"]
+    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    clock.tick(1)
+    asked = question_ask(actor=agent, task_id=task_id, question="Keep the <old> API?", options=["yes", "no"])
+    clock.tick(1)
+    question_answer(actor=agent, question_id=asked["question_id"], answer="yes, one more release")
+    clock.tick(1)
+    completion_report(actor=agent, alias="coder", task=task_id, result="parser ported")
+
+    page = operator.get(f"/tasks/{task_id}/").content.decode()
+
+    (timeline,) = re.findall(r'<ol class="timeline">.*?</ol>', page, flags=re.S)
+    kinds = re.findall(r'<li data-key="e\d+" class="k-(\w+)">', timeline)
+    assert kinds == ["status", "status", "question", "answer", "status"]
+    entries = [visible_text(item) for item in re.findall(r"<li .*?</li>", timeline, flags=re.S)]
+    assert "Keep the &lt;old&gt; API? (options: yes · no)" in entries[2] and "coder" in entries[2]
+    assert "yes, one more release" in entries[3] and agent.label in entries[3]

@@ -99,3 +99,33 @@ def test_a_question_of_a_finished_task_waits_for_nobody_and_takes_no_answer(agen
     late = refused(answer, actor=agent, question_id=asked["question_id"], answer="8080")
     assert late.code == "task_terminal"
     assert questions(actor=agent)["questions"][0]["answer"] is None  # still listed, unanswered
+
+
+def test_the_task_history_records_a_question_and_its_answer(agent, task_id):
+    asked = ask(actor=agent, task_id=task_id, question="Drop the old table?", options=["yes", "no"])
+    answer(actor=agent, question_id=asked["question_id"], answer="no: keep it a week")
+
+    events = task_get(actor=agent, task_id=task_id)["events"]
+
+    *moves, question, answered = events
+    assert [e["kind"] for e in moves] == ["status"] * len(moves)
+    assert (question["kind"], question["question_id"], question["actor"]) == ("question", asked["question_id"], CODER)
+    assert "Drop the old table?" in question["detail"] and "yes" in question["detail"]
+    assert (answered["kind"], answered["question_id"], answered["actor"]) == (
+        "answer",
+        asked["question_id"],
+        agent.label,
+    )
+    assert answered["detail"] == "no: keep it a week"
+    # Neither changes the status: both name the status the task stayed in.
+    assert {(e["from_status"], e["to_status"]) for e in (question, answered)} == {("acked", "acked")}
+
+
+def test_a_refused_answer_writes_no_history(agent, task_id):
+    asked = ask(actor=agent, task_id=task_id, question="Which region?")
+    answer(actor=agent, question_id=asked["question_id"], answer="eu-west")
+    before = task_get(actor=agent, task_id=task_id)["events"]
+
+    refused(answer, actor=agent, question_id=asked["question_id"], answer="us-east")
+
+    assert task_get(actor=agent, task_id=task_id)["events"] == before
