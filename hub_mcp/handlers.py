@@ -20,12 +20,18 @@ from hub_mcp.protocol import (
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 
 SERVER_INFO = {"name": "commhub", "title": "CommHub", "version": "0.1.0"}
+# Each tool named here is written as a call with its real arguments (tests/hub_mcp/test_instructions.py
+# checks them against the specs): an agent that follows the text word for word is never refused.
 INSTRUCTIONS = (
-    "CommHub coordinates a fleet of AI agents. As an agent: call report_status about every 3 minutes "
-    "(it is your heartbeat), poll get_inbox, ack_inbox each message you take, report_status working "
-    "with the task_id while you work, and report_completion with the task_id when done. To delegate: "
-    "send_task, then follow it with get_task or list_tasks. Every tool answers a JSON object whose "
-    '"ok" says whether it worked; on false, "error" says why and "message" what to do next.'
+    "CommHub coordinates a fleet of AI agents. As an agent: call report_status(resume_id, alias, status) about "
+    "every 3 minutes (it is your heartbeat); poll get_inbox(alias, wait_seconds=30) and ack_inbox(alias, "
+    'message_id) each message you take; while you work, report_status(resume_id, alias, status="working", '
+    "task=<its task_id>); when done, report_completion(alias, task=<its task_id>, result). To delegate: "
+    "send_task(alias, task, from_session=<your own alias>), then follow it with get_task(task_id) or "
+    "list_tasks(alias). from_session is how a sender gets its replies: the result, replies and notices about "
+    'the task go to that alias\'s inbox; without it the sender is "hub" and they reach no agent. '
+    "send_message(from_session) and send_reply(from_session) take it too. Every tool answers a JSON object "
+    'whose "ok" says whether it worked; on false, "error" says why and "message" what to do next.'
 )
 CAPABILITIES = {"tools": {"listChanged": False}}
 # How long a client may cache the tool list or discovery answer: the same for every caller.
