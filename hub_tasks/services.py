@@ -22,6 +22,7 @@ from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
+from hub_core import validate
 from hub_core.errors import HubError, task_not_found, task_terminal
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
@@ -666,6 +667,11 @@ def completion_report(
         )  # fmt: skip
     elif matched is not None:
         warning = f"Task {matched.task_id} is {matched.status}: the completion is recorded, the task unchanged."
+    else:
+        warning = (
+            f"No task matches {validate.shown(task_ref)} in network {network} (neither a task_id nor the text of "
+            f"an open task of {alias!r}): the completion is recorded without a task. Pass the task's task_id."
+        )
     leases_renew(network_ids=[network], alias=alias, now=now)
     session_set_idle(network_id=network, alias=alias, now=now)
     return CompletionRecorded(completion.id, matched and matched.task_id, warning)

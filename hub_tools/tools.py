@@ -176,7 +176,8 @@ def _build() -> list[Tool]:
                 "Report that you finished a task: records the result, marks the task replied (pass its "
                 "task_id as `task`; an exact task text also matches your latest open task with that text), "
                 "sets you idle, and if the task was a subtask, sends the result up the chain to whoever sent "
-                "the parent task. Returns completion_id and the task_id it closed (null if none matched)."
+                "the parent task. Returns completion_id and the task_id it closed (null, with a warning, if "
+                "none matched)."
             ),
             params={
                 "alias": ALIAS,
