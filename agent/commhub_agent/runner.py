@@ -86,7 +86,11 @@ class Runner:
 
     def __post_init__(self) -> None:
         self.hub = Hub(self.config)
+        # The doorbell: the inbox may hold work not fetched yet (a feed event, a freed slot, a fetch
+        # that found more than it could take). It stays rung until the next fetch starts.
         self.doorbell = anyio.Event()
+        self.doorbell.set()  # at start: whatever queued while no runner was there
+        self.freed = anyio.Event()  # a delivery ended: a busy runner looks at its slots again
         self.sse_up = False
         self.passed: set[str] = set()  # deliveries looked at and left alone (not ours to run)
         self.fetching = anyio.CancelScope()
@@ -135,14 +139,17 @@ class Runner:
             await backoff.sleep()
 
     async def next_messages(self, slots: int) -> list[dict[str, Any]]:
-        """Task deliveries waiting in the inbox that this runner has not taken yet."""
-        if self.sse_up:
-            with anyio.move_on_after(self.options.poll):
-                await self.doorbell.wait()
-            self.doorbell = anyio.Event()
-            wait = 0
-        else:
-            wait = min(30, int(self.options.poll))  # long-poll: the fallback when the feed is down
+        """Task deliveries waiting in the inbox that this runner has not taken yet: at once when the
+        doorbell rang, else after news or --poll seconds (a long-poll while the feed is down)."""
+        wait = 0
+        if not self.doorbell.is_set():
+            if self.sse_up:
+                with anyio.move_on_after(self.options.poll):
+                    await self.doorbell.wait()
+            else:
+                wait = min(30, int(self.options.poll))  # long-poll: the fallback when the feed is down
+        # Reset before asking: a ring while get_inbox is under way is news for the next round.
+        self.doorbell = anyio.Event()
         inbox = await self.retry(
             lambda: self.hub.call("get_inbox", alias=self.config.alias, limit=100, wait_seconds=wait or None)
         )
@@ -156,6 +163,8 @@ class Runner:
             and m["id"] not in self.passed
             and self.journal.state(m["id"]) is None
         ]
+        if len(fresh) > slots:
+            self.ring()  # more is waiting than there are slots: the next freed slot fetches at once
         return fresh[:slots]
 
     async def serve(self) -> None:
@@ -171,9 +180,10 @@ class Runner:
                 while not self.stopping:
                     slots = self.options.concurrency - len(self.running)
                     if slots <= 0:
+                        # Waits for a slot, not for the doorbell: a ring meanwhile stays rung for the fetch.
                         with anyio.move_on_after(self.options.poll):
-                            await self.doorbell.wait()
-                        self.doorbell = anyio.Event()
+                            await self.freed.wait()
+                        self.freed = anyio.Event()
                         continue
                     with anyio.CancelScope() as self.fetching:
                         try:
@@ -204,6 +214,7 @@ class Runner:
                 self.stop_reason = f"runner stopped ({signal.Signals(signum).name})"
                 self.fetching.cancel()
                 self.ring()
+                self.freed.set()
                 await anyio.sleep(self.options.stop_grace)
                 if self.work is not None:
                     self.work.cancel_scope.cancel()  # the running deliveries hand their tasks back
@@ -247,7 +258,8 @@ class Runner:
                 await self.finish(message_id, outcome)
         finally:
             self.running.pop(message_id, None)
-            self.ring()
+            self.ring()  # a freed slot looks at the inbox at once: the next queued task starts now
+            self.freed.set()
 
     async def take(self, message_id: str) -> bool:
         """ack_inbox, retried; an ack whose answer was lost counts as ours when the retry finds it

@@ -23,9 +23,9 @@ FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 FINISHED = ("replied", "failed", "cancelled", "expired")
 
 
-def start_runner(hub, worker, state_dir: Path, log: Path, processes: list, *args: str, **env: str):
+def start_runner(hub, worker, state_dir: Path, log: Path, processes: list, *args: str, poll: str = "5", **env: str):
     process = subprocess.Popen(
-        companion_command("run", "--alias", ALIAS, "--poll", "5", *args, "--", sys.executable, str(FAKE_AGENT)),
+        companion_command("run", "--alias", ALIAS, "--poll", poll, *args, "--", sys.executable, str(FAKE_AGENT)),
         env=companion_env(hub, worker, state_dir, FAKE_AGENT_LOG=str(log), **env),
         stdout=subprocess.DEVNULL,
         stderr=(state_dir / "runner.log").open("ab"),
@@ -117,6 +117,34 @@ def test_runner_processes_50_tasks_at_concurrency_4(live_hub, dispatcher, worker
     # The failed ones were answered to their sender, with the exit status and the stderr tail.
     replies = rest(live_hub, dispatcher, "GET", "/sessions/lead/inbox", params={"limit": 100})["messages"]
     assert sum("exit status 3" in m["content"] for m in replies if m["type"] == "reply") == 10
+
+
+def test_queued_tasks_run_back_to_back_without_waiting_for_the_poll(
+    live_hub, dispatcher, worker, state_dir, processes, tmp_path
+):
+    # At concurrency 1 a freed slot must fetch the next queued task at once: one wait for the
+    # --poll interval (60 s) between two of them would take the drain past the bound.
+    log = tmp_path / "runs.log"
+    ids = [send(live_hub, dispatcher, f"queued {n}") for n in range(8)]
+    started = time.monotonic()
+    start_runner(live_hub, worker, state_dir, log, processes, poll="60")
+    wait_for(
+        lambda: all(task(live_hub, dispatcher, t)["status"] in FINISHED for t in ids),
+        within=45,
+        what="8 queued tasks drained well within one --poll interval",
+        every=0.5,
+    )
+    assert time.monotonic() - started < 45
+    assert all(task(live_hub, dispatcher, t)["status"] == "replied" for t in ids)
+    assert runs(log) == dict.fromkeys(ids, 1)
+    # More tasks sent while it works are taken as soon as a slot frees, not at the next poll.
+    later = [send(live_hub, dispatcher, f"later {n}") for n in range(4)]
+    wait_for(
+        lambda: all(task(live_hub, dispatcher, t)["status"] in FINISHED for t in later),
+        within=30,
+        what="tasks sent to a runner already started",
+        every=0.5,
+    )
 
 
 def test_sigterm_lets_a_short_task_finish_and_hands_back_a_long_one(

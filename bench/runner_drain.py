@@ -1,0 +1,96 @@
+"""How fast `commhub-agent run` drains a queue (issue 24): trivial tasks queued for one alias before
+the runner starts, then the time from the runner's start until the hub has every one of them
+replied, at --concurrency 1 and a --poll of 30 s (the default) — a freed slot must take the next task
+at once, never wait for the poll. A benchmark, not a test: it prints figures. Target: 20 tasks in
+under 5 s.
+
+    .venv/bin/python -m bench.runner_drain                  # SQLite in a temporary directory
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/commhub_bench_agent REDIS_URL=redis://127.0.0.1:6379/9 \\
+        .venv/bin/python -m bench.runner_drain              # the production stack (database recreated)
+
+The hub runs as production runs it (gunicorn with one uvicorn worker); the runner runs as an agent
+machine runs it (its own process, agent/ on its PYTHONPATH); the task command is a shell that reads
+the task and prints one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import httpx
+
+from bench.agent_latency import ROOT, manage, prepare_database, start_hub
+
+ALIAS = "bench-runner"
+COMMAND = ["/bin/sh", "-c", "cat >/dev/null; echo done"]
+TARGET_SECONDS = 5.0
+
+
+def drain(url: str, dispatcher: str, agent: str, state: str, tasks: int, concurrency: int, poll: float) -> float:
+    """Seconds from the runner's start until every queued task is replied."""
+    http = httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {dispatcher}"}, timeout=30)
+    ids = []
+    for n in range(tasks):
+        reply = http.post("/tasks", json={"alias": ALIAS, "task": f"bench task {n}", "from_session": "bench"})
+        assert reply.status_code == 201, reply.text
+        ids.append(reply.json()["task_id"])
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "agent"),
+        "COMMHUB_URL": url,
+        "COMMHUB_TOKEN": agent,
+        "COMMHUB_AGENT_STATE_DIR": state,
+    }
+    argv = ["run", "--alias", ALIAS, "--concurrency", str(concurrency), "--poll", f"{poll:g}", "--", *COMMAND]
+    started = time.perf_counter()
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "commhub_agent", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = started + 4 * poll + 60
+        while time.perf_counter() < deadline:
+            listed = http.get("/tasks", params={"alias": ALIAS, "status": "replied", "limit": tasks}).json()
+            if len(listed["tasks"]) >= tasks:
+                return time.perf_counter() - started
+            time.sleep(0.05)
+        raise SystemExit(f"the runner did not drain {tasks} tasks in {deadline - started:.0f} s")
+    finally:
+        runner.terminate()
+        runner.wait(timeout=30)
+        http.close()
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    options.add_argument("--tasks", type=int, default=20)
+    options.add_argument("--concurrency", type=int, default=1)
+    options.add_argument("--poll", type=float, default=30.0, help="the runner's --poll (default 30, its default)")
+    args = options.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "COMMHUB_WRITE_RATE_LIMIT": "off"}
+        env.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
+        prepare_database(env)
+        manage(env, "create_network", "bench-runner")
+        dispatcher = manage(env, "create_token", "--network", "bench-runner", "--name", "dispatcher")
+        agent = manage(env, "create_token", "--network", "bench-runner", "--name", ALIAS)
+        hub, url = start_hub(env)
+        try:
+            seconds = drain(url, dispatcher, agent, f"{tmp}/state", args.tasks, args.concurrency, args.poll)
+        finally:
+            hub.terminate()
+            hub.wait(timeout=15)
+    backend = "PostgreSQL + Redis" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
+    print(f"commhub-agent run, queued tasks drained ({backend}, gunicorn 1 uvicorn worker)")
+    print(f"  {args.tasks} tasks at --concurrency {args.concurrency}, --poll {args.poll:g} s")
+    print(f"  drained in {seconds:.2f} s ({seconds / args.tasks * 1000:.0f} ms a task)")
+    if args.tasks == 20 and args.concurrency == 1:
+        print(f"  target: 20 tasks in < {TARGET_SECONDS:g} s: {'met' if seconds < TARGET_SECONDS else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
