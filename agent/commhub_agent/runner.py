@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import socket
 import sys
@@ -168,6 +169,10 @@ class Runner:
         return fresh[:slots]
 
     async def serve(self) -> None:
+        log(
+            f"started: hub {self.config.hub}, alias {self.config.alias}, "
+            f"concurrency {self.options.concurrency}, command {shlex.join(self.options.command)}"
+        )
         await self.report_status(status="idle")
         await self.recover()
         async with anyio.create_task_group() as group:

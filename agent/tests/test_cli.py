@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from commhub_agent.cli import main
@@ -39,3 +40,26 @@ def test_run_needs_a_command(monkeypatch):
         main(["run", "--alias", "coder", "--hub", "http://127.0.0.1:1"])
     assert exit_.value.code == 2
     assert os.environ["COMMHUB_TOKEN"] == "ntok_x"
+
+
+def test_the_runner_says_where_it_runs_and_what_in_one_line(tmp_path):
+    # A hub that is not there: the runner keeps retrying, but its first word is the start line.
+    errors = tmp_path / "stderr"
+    env = {**os.environ, "COMMHUB_TOKEN": "ntok_x", "COMMHUB_AGENT_STATE_DIR": str(tmp_path)}
+    argv = ["run", "--alias", "coder", "--hub", "http://127.0.0.1:1", "--concurrency", "2", "--poll", "1"]
+    with errors.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "commhub_agent", *argv, "--", "codex", "exec", "fix it"], env=env, stderr=sink
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while errors.read_text().count("\n") < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    first, *rest = errors.read_text().splitlines()
+    assert first == (
+        "commhub-agent run: started: hub http://127.0.0.1:1, alias coder, concurrency 2, command codex exec 'fix it'"
+    )
+    assert not any(line.startswith("commhub-agent run: started") for line in rest)
