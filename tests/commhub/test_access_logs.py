@@ -114,3 +114,27 @@ def test_the_suites_own_live_hubs_log_requests_without_raw_tokens(hub_server, ne
 
     assert_no_raw_token(output, token)
     assert re.search(r'"GET /api/v1/tasks\?access_token=ntok_\[redacted\]" 400', output), output
+
+
+def test_secrets_in_query_values_and_the_metrics_token_are_logged_redacted(hub_server):
+    """A metrics token sent as ?token= is refused (only the Authorization header counts) and must not
+    reach the access log either, whatever its shape: query values named token, secret or key are
+    redacted, and so is the configured metrics token wherever it appears."""
+    metrics_token = "scrape-" + secrets.token_hex(16)  # no ntok_/utok_ prefix: the token pattern misses it
+    other = secrets.token_hex(16)
+    hub = hub_server({"COMMHUB_METRICS_TOKEN": metrics_token}, command=make_run_command)
+
+    assert httpx.get(f"{hub.url}/metrics", params={"token": metrics_token}).status_code == 401
+    httpx.get(f"{hub.url}/metrics?x=1&secret={other}a")
+    httpx.get(f"{hub.url}/healthz?api_key={other}b&keep=visible")
+    httpx.get(f"{hub.url}/healthz?Token={other}c")
+    httpx.get(f"{hub.url}/api/v1/nothing-here/{metrics_token}")
+    output = stopped(hub)
+
+    leaking = [line for line in output.splitlines() if metrics_token in line or other in line]
+    assert not leaking, "\n".join(leaking)
+    assert re.search(r'"GET /metrics\?token=\[redacted\]" 401', output), output
+    assert re.search(r'"GET /metrics\?x=1&secret=\[redacted\]" 401', output), output
+    assert "/healthz?api_key=[redacted]&keep=visible" in output
+    assert "/healthz?Token=[redacted]" in output
+    assert "/api/v1/nothing-here/[redacted]" in output
