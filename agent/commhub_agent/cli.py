@@ -42,8 +42,9 @@ def parser() -> argparse.ArgumentParser:
         help="run a command for each task: commhub-agent run --alias A -- codex exec",
         description="Runs COMMAND once per task delivered to the alias: the task text on stdin and in "
         "$COMMHUB_TASK, with $COMMHUB_TASK_ID, $COMMHUB_MESSAGE_ID, $COMMHUB_TASK_FROM, $COMMHUB_TASK_PRIORITY "
-        "and $COMMHUB_TASK_CONTEXT. A stdout line 'progress: 40' reports progress. Exit status 0 completes the "
-        "task (replied, with the output); any other fails it with the exit status and the tail of stderr.",
+        "and $COMMHUB_TASK_CONTEXT. A stdout line 'progress: 40' reports progress and is left out of the result. "
+        "Exit status 0 completes the task (replied, with the output); any other fails it with the exit status and "
+        "the tail of stderr.",
     )
     run.add_argument("--concurrency", type=int, default=1, help="tasks run at once (default 1)")
     run.add_argument("--timeout", type=float, help="seconds a task may run before it is stopped and failed")

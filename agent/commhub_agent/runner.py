@@ -404,14 +404,16 @@ class Runner:
         assert process.stdout is not None
         last_report = 0.0
         async for line in _lines(process.stdout):
-            output.append(line)
             match = PROGRESS.match(line)
-            if match:
-                progress = min(100.0, float(match.group(1)))
-                now = time.monotonic()
-                if now - last_report >= 0.5 or progress >= 100:  # the hub limits writes; the latest wins
-                    last_report = now
-                    await self.report_status(status="working", task=task_id, progress=progress)
+            if match is None:
+                output.append(line)
+                continue
+            # A progress line is reported as progress, not kept in the result.
+            progress = min(100.0, float(match.group(1)))
+            now = time.monotonic()
+            if now - last_report >= 0.5 or progress >= 100:  # the hub limits writes; the latest wins
+                last_report = now
+                await self.report_status(status="working", task=task_id, progress=progress)
 
     async def _read_stderr(self, process: Process, errors: list[str]) -> None:
         assert process.stderr is not None
