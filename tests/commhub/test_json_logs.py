@@ -13,9 +13,13 @@ import asyncio
 import io
 import json
 import logging
+import os
 import re
 import runpy
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -23,15 +27,21 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from commhub.asgi import application
 from hub_agents.models import Network
-from hub_agents.services import membership_set, token_create, user_get_or_create
+from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
 from hub_core import ratelimit
+from hub_tasks.models import Task
+from hub_webhooks.services import webhook_create
 from tests.helpers import ROOT
 from tests.helpers.asgi import Answer, ask, scope
+from tests.helpers.calls import task_send
 from tests.helpers.dashboard import browser_of, signed_in
+from tests.helpers.live import database_url
+from tests.helpers.webhooks import Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the fast path's database work runs on pool threads
 
@@ -273,3 +283,50 @@ def test_a_live_hub_logs_json_lines_with_the_request_id_of_each_response(hub_ser
     assert all(line["actor"] is None for line in refused.values())
     starting = [line for line in printed if line["logger"] == "daphne.cli"]
     assert starting and all(line["request_id"] is None for line in starting)  # the server's own: no request's
+
+
+def printed_by(command: list[str], returncode: int = 0, **env: str) -> list[str]:
+    """Every line `manage.py <command>` prints (stdout and stderr), run on the test database."""
+    ran = subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url(), "CONN_MAX_AGE": "0", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == returncode, ran.stdout + ran.stderr
+    return [line for line in (ran.stdout + ran.stderr).splitlines() if line.strip()]
+
+
+def assert_json_lines(lines: list[str], says: str) -> None:
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {line!r}\nall lines: {lines}") from None
+    assert all(isinstance(line, dict) and {"time", "level", "logger", "message"} <= set(line) for line in parsed)
+    assert any(says in line["message"] for line in parsed), lines
+
+
+def test_the_sweep_and_the_deliverer_print_only_json_lines(network, ci_runner, make_actor, settings):
+    """README: under COMMHUB_LOG_FORMAT=json every line the hub prints is one JSON object; its
+    workers (`make run` starts both) report what they did, and that line is JSON too."""
+    agent = token_authenticate(raw=ci_runner[0])
+    task_id = task_send(actor=agent, alias="coder", task="expires unseen", ttl_seconds=60)["task_id"]
+    Task.objects.filter(pk=task_id).update(expires_at=timezone.now() - timedelta(seconds=1))
+    settings.COMMHUB_WEBHOOKS_ALLOW_PRIVATE = True
+    receiver = Receiver()
+    try:
+        webhook_create(actor=make_actor(network, "owner"), network_id=network.pk, url=receiver.url, event_types=[])
+        task_send(actor=agent, alias="coder", task="an event to deliver")
+        json_mode = {"COMMHUB_LOG_FORMAT": "json", "COMMHUB_WEBHOOKS_ALLOW_PRIVATE": "true"}
+
+        assert_json_lines(printed_by(["sweep", "--once"], **json_mode), "settled 1 tasks")
+        assert_json_lines(printed_by(["webhooks", "--once", "-v", "2"], **json_mode), "delivered ")
+        assert_json_lines(printed_by(["sweep", "--interval", "0"], 2, **json_mode), "--interval must be")
+        assert_json_lines(printed_by(["webhooks", "--interval", "0"], 2, **json_mode), "must be more than 0")
+    finally:
+        receiver.stop()
+    assert Task.objects.get(pk=task_id).status == "expired"

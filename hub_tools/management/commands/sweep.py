@@ -41,7 +41,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, once: bool, interval: float, **options: Any) -> None:
         if interval <= 0:
-            self.stderr.write("--interval must be more than 0 seconds")
+            logger.error("--interval must be more than 0 seconds")
             raise SystemExit(2)
         while True:
             if once:
@@ -61,4 +61,5 @@ class Command(BaseCommand):
         expired = approvals_expire_due(network_ids=networks)
         aged = channels_retention_sweep()
         if (settled or expired or aged) and verbosity >= 1:
-            self.stdout.write(f"settled {settled} tasks, expired {expired} approvals, deleted {aged} aged posts")
+            # Logged, not written to stdout: under COMMHUB_LOG_FORMAT=json every line is a JSON object.
+            logger.info("settled %s tasks, expired %s approvals, deleted %s aged posts", settled, expired, aged)

@@ -56,12 +56,12 @@ class Command(BaseCommand):
         **options: Any,
     ) -> None:
         if interval <= 0 or concurrency < 1 or timeout <= 0:
-            self.stderr.write("--interval and --timeout must be more than 0, --concurrency at least 1")
+            logger.error("--interval and --timeout must be more than 0, --concurrency at least 1")
             raise SystemExit(2)
         if lease_seconds < 4 * timeout:
             # A POST (connect, send, wait for the answer, read its start) must end inside the lease,
             # or a second deliverer could take the subscription over while it is still in flight.
-            self.stderr.write("--lease-seconds must be at least 4 x --timeout")
+            logger.error("--lease-seconds must be at least 4 x --timeout")
             raise SystemExit(2)
         policy = Policy(lease_seconds=lease_seconds, timeout_seconds=timeout)
         owner = deliverer_name()
@@ -108,7 +108,8 @@ class Command(BaseCommand):
                 )
                 delivered = sum(self._outcome(future, running.pop(future)) for future in finished)
                 if delivered and options["verbosity"] >= 2:
-                    self.stdout.write(f"delivered {delivered} events")
+                    # Logged, not written to stdout: under COMMHUB_LOG_FORMAT=json every line is JSON.
+                    logger.info("delivered %s events", delivered)
                 if once:
                     return
 
