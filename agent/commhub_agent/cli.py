@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from commhub_agent import __version__
 
@@ -14,8 +15,24 @@ State (the channel's feed position, the runner's journal, the hook's shown ids) 
 --state-dir, by default $COMMHUB_AGENT_STATE_DIR or ~/.local/state/commhub-agent."""
 
 
+MODES = ("channel", "run", "hook")
+
+
+class UsageError(Exception):
+    """A refusal of the command line, raised rather than printed, so each mode words it its own way."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="commhub-agent",
         description="The agent-side companion of CommHub: wakes Claude Code, runs headless agents,"
         " keeps sessions going.",
@@ -23,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("--version", action="version", version=f"commhub-agent {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--hub", help="the hub's URL, e.g. http://127.0.0.1:8000 (default: $COMMHUB_URL)")
     common.add_argument(
         "--alias", default=os.environ.get("COMMHUB_ALIAS"), help="this agent's alias (default: $COMMHUB_ALIAS)"
@@ -60,9 +77,53 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if _mode(argv) == "hook":
+        return _hook(argv)
+    try:
+        args = parser().parse_args(argv)
+        return _hook(argv) if args.mode == "hook" else _run(args)
+    except UsageError as exc:
+        argparse.ArgumentParser.error(exc.parser, exc.message)  # usage and the reason, exit status 2
+
+
+def _mode(argv: list[str]) -> str | None:
+    """The mode asked for, read before parsing (so even a command line argparse refuses has one)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if arg in MODES:
+            return arg
+    return None
+
+
+def _hook(argv: list[str]) -> int:
+    """`hook stop`. Claude Code reads exit status 2 from a Stop hook as "block and keep going", so
+    a hook that cannot work (however it is misconfigured) says why in one line and exits 0: the
+    session stops as it would without the hook."""
+    try:
+        args = parser().parse_args(argv)
+        if not args.alias:
+            raise UsageError(parser(), "give the agent's alias with --alias or COMMHUB_ALIAS")
+        from commhub_agent.hook import run_stop_hook
+        from commhub_agent.hub import config_from
+
+        return run_stop_hook(config_from(args.hub, args.alias), state_dir=args.state_dir)
+    except UsageError as exc:
+        reason = exc.message
+    except SystemExit as exc:
+        if exc.code in (0, None):  # --help
+            return 0
+        reason = str(exc.code).removeprefix("commhub-agent: ")
+    except Exception as exc:  # a hook must not trap a session, whatever went wrong
+        reason = f"{type(exc).__name__}: {exc}"
+    print(f"commhub-agent hook: {reason}; letting the session stop", file=sys.stderr, flush=True)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
     if not args.alias:
-        parser().error("give the agent's alias with --alias or COMMHUB_ALIAS")
+        raise UsageError(parser(), "give the agent's alias with --alias or COMMHUB_ALIAS")
     from commhub_agent.hub import config_from
 
     config = config_from(args.hub, args.alias)
@@ -71,28 +132,24 @@ def main(argv: list[str] | None = None) -> int:
 
         run_channel(config, state_dir=args.state_dir, heartbeat=args.heartbeat)
         return 0
-    if args.mode == "run":
-        from commhub_agent.runner import Options, run_runner
+    from commhub_agent.runner import Options, run_runner
 
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        if not command:
-            parser().error("run needs a command after --, e.g. commhub-agent run --alias A -- codex exec")
-        if args.concurrency < 1:
-            parser().error("--concurrency must be at least 1")
-        options = Options(
-            command=command,
-            concurrency=args.concurrency,
-            timeout=args.timeout,
-            workdir=args.workdir,
-            stop_grace=args.stop_grace,
-            poll=args.poll,
-            heartbeat=args.heartbeat,
-        )
-        run_runner(config, options, state_dir=args.state_dir)
-        return 0
-    from commhub_agent.hook import run_stop_hook
-
-    return run_stop_hook(config, state_dir=args.state_dir)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError(parser(), "run needs a command after --, e.g. commhub-agent run --alias A -- codex exec")
+    if args.concurrency < 1:
+        raise UsageError(parser(), "--concurrency must be at least 1")
+    options = Options(
+        command=command,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        workdir=args.workdir,
+        stop_grace=args.stop_grace,
+        poll=args.poll,
+        heartbeat=args.heartbeat,
+    )
+    run_runner(config, options, state_dir=args.state_dir)
+    return 0
 
 
 if __name__ == "__main__":
