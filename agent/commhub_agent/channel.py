@@ -24,7 +24,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from commhub_agent import __version__
-from commhub_agent.hub import SELF_ALIAS_TOOLS, Backoff, Config, Hub, HubRefused, HubUnavailable
+from commhub_agent.hub import FROM_SESSION_TOOLS, SELF_ALIAS_TOOLS, Backoff, Config, Hub, HubRefused, HubUnavailable
 from commhub_agent.state import Position, default_state_dir, safe_name
 
 CHANNEL_METHOD = "notifications/claude/channel"
@@ -57,7 +57,9 @@ task's context. If you need a person's decision, call ask_operator with the task
 options, report_status "waiting_input", and wait: the answer arrives as a new_reply about the task. Use \
 send_task to delegate, send_message for a note. You need not pass alias or resume_id to report_status, \
 get_inbox, ack_inbox, report_completion, get_session_status or claim_task: they default to "{alias}". \
-Work on tasks in priority order; call get_inbox once at the start of a session for anything that arrived before it."""
+What you send (send_task, send_message, send_reply, send_ack, retry_task, cancel_task, reassign_task) is signed \
+from_session "{alias}" unless you name another sender, so answers come back to you. Work on tasks in \
+priority order; call get_inbox once at the start of a session for anything that arrived before it."""
 
 
 def notification_for(event_id: int, kind: str, frame: dict[str, Any]) -> dict[str, Any]:
@@ -187,22 +189,27 @@ class Channel:
 
     def _adapt(self, tool: dict[str, Any]) -> types.Tool:
         tool = json.loads(json.dumps(tool))
+        filled = {"from_session"} if tool["name"] in FROM_SESSION_TOOLS else set()
         if tool["name"] in SELF_ALIAS_TOOLS:
-            schema = tool.setdefault("inputSchema", {"type": "object"})
-            filled = {"alias", "resume_id"} if tool["name"] == "report_status" else {"alias"}
-            schema["required"] = [name for name in schema.get("required", []) if name not in filled]
-            for name in filled:
-                if name in schema.get("properties", {}):
-                    prop = schema["properties"][name]
-                    prop["description"] = f"{prop.get('description', '')} Defaults to this session's".strip() + (
-                        f" alias {self.config.alias!r}." if name == "alias" else " resume id."
-                    )
+            filled |= {"alias", "resume_id"} if tool["name"] == "report_status" else {"alias"}
+        if not filled:
+            return types.Tool.model_validate(tool, by_alias=True)
+        schema = tool.setdefault("inputSchema", {"type": "object"})
+        schema["required"] = [name for name in schema.get("required", []) if name not in filled]
+        for name in filled:
+            if name in schema.get("properties", {}):
+                prop = schema["properties"][name]
+                prop["description"] = f"{prop.get('description', '')} Defaults to this session's".strip() + (
+                    " resume id." if name == "resume_id" else f" alias {self.config.alias!r}."
+                )
         return types.Tool.model_validate(tool, by_alias=True)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         if params.name in SELF_ALIAS_TOOLS:
             arguments.setdefault("alias", self.config.alias)
+        if params.name in FROM_SESSION_TOOLS and not arguments.get("from_session"):
+            arguments["from_session"] = self.config.alias  # the sender, so an answer comes back here
         if params.name == "report_status":
             for key, value in self.identity().items():
                 arguments.setdefault(key, value)

@@ -21,6 +21,12 @@ SELF_ALIAS_TOOLS = frozenset(
     {"report_status", "get_inbox", "ack_inbox", "report_completion", "get_session_status", "claim_task"}
 )
 
+# The tools whose `from_session` names the sender: a companion signs with its own alias when the
+# model leaves it out, or the sender would be "hub" and the answer would reach nobody.
+FROM_SESSION_TOOLS = frozenset(
+    {"send_task", "send_message", "send_reply", "send_ack", "retry_task", "cancel_task", "reassign_task"}
+)
+
 # The contract's limits on what a companion sends (report_completion.result, send_reply.text, ...).
 RESULT_MAX = 50_000
 TEXT_MAX = 10_000

@@ -217,3 +217,36 @@ async def proxied_tools_answer_as_the_hub_does(client: Client, hub: Any, worker:
     assert json.loads(working.content[0].text)["ok"]
     assert direct("get_task", task_id=task_id)["task"]["status"] == "running"
     assert direct("get_session_status", alias=ALIAS)["session"]["progress"] == 40
+
+
+def test_what_the_model_sends_through_the_channel_is_signed_with_its_alias(live_hub, dispatcher, worker, state_dir):
+    # Without from_session a sender is "hub" and the answer goes nowhere useful: the channel fills
+    # it with its own alias on the tools that take it, unless the model named someone.
+    import sys
+
+    env = {**companion_env(live_hub, worker, state_dir), "PYTHON": sys.executable}
+
+    async def scenario() -> None:
+        async with channel(env, Inbox()) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            for name in ("send_task", "send_message", "send_reply", "retry_task", "cancel_task"):
+                assert ALIAS in tools[name].input_schema["properties"]["from_session"]["description"], name
+            sent = await client.call_tool("send_task", {"alias": "lead", "task": "review my change"})
+            task_id = json.loads(sent.content[0].text)["message_id"]
+            for tool, arguments in (
+                ("send_message", {"alias": "lead", "message": "fyi"}),
+                ("send_reply", {"alias": "lead", "text": "done it", "in_reply_to": task_id}),
+                ("send_message", {"alias": "lead", "message": "on behalf", "from_session": "planner"}),
+            ):
+                answer = await client.call_tool(tool, arguments)
+                assert json.loads(answer.content[0].text)["ok"], answer
+
+    anyio.run(scenario)
+    inbox = rest(live_hub, dispatcher, "GET", "/sessions/lead/inbox", params={"limit": 10})["messages"]
+    assert {m["content"]: m["from_session"] for m in inbox if m["type"] != "task"} == {
+        "fyi": ALIAS,
+        "done it": ALIAS,
+        "on behalf": "planner",
+    }
+    (sent,) = rest(live_hub, dispatcher, "GET", "/tasks", params={"alias": "lead"})["tasks"]
+    assert sent["from_name"] == ALIAS
