@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hub_agents.models import ADMIN_ROLES, WRITE_ROLES
+from hub_agents.models import ADMIN_ROLES, WRITE_ROLES, ToolProfile
 from hub_core.errors import HubError, permission_denied
 
 # How an operator's dashboard writes name their sender (from_session): "dashboard:<username>".
@@ -23,6 +23,8 @@ class Actor:
     # True for a network token: it acts in exactly one network, whatever network_id says.
     network_bound: bool
     user_id: int | None = None
+    # The tools its MCP connections list and may call (its token's; a dashboard session has them all).
+    tool_profile: str = ToolProfile.ALL
 
     @property
     def person(self) -> str:

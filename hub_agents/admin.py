@@ -108,11 +108,16 @@ class NetworkAdmin(admin.ModelAdmin):
 class TokenCreationForm(forms.ModelForm):
     class Meta:
         model = ApiToken
-        fields = ["name", "network", "role", "user"]
+        fields = ["name", "network", "role", "user", "tool_profile"]
         help_texts = {
             "network": "A network token acts in this network only, with the role below.",
             "user": "Or: a user token, which acts as this user in each of the user's networks.",
+            "tool_profile": "The tools its MCP connections list and may call (/mcp?tools= may narrow them).",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tool_profile"].required = False  # left empty: every tool, as before profiles
 
     def clean_name(self) -> str:
         return _checked(partial(validate.text, max_len=200), "name", self.cleaned_data["name"])
@@ -133,10 +138,14 @@ class TokenCreationForm(forms.ModelForm):
 class ApiTokenAdmin(admin.ModelAdmin):
     """Tokens are created here (the raw value is shown once) and revoked, never edited or deleted."""
 
-    list_display = ["prefix", "name", "kind", "network", "user", "role", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["kind", "role", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_display = [
+        "prefix", "name", "kind", "network", "user", "role", "tool_profile", "created_at", "last_used_at", "revoked_at",
+    ]  # fmt: skip
+    list_filter = ["kind", "role", "tool_profile", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["prefix", "name"]
-    readonly_fields = ["kind", "prefix", "network", "user", "role", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = [
+        "kind", "prefix", "network", "user", "role", "tool_profile", "created_at", "last_used_at", "revoked_at",
+    ]  # fmt: skip
     fields = ["name", *readonly_fields]
     autocomplete_fields = ["network", "user"]
     actions = ["revoke"]
@@ -162,6 +171,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
             role=data.get("role") or None,
             user=data["user"],
             name=data["name"],
+            tool_profile=data.get("tool_profile") or None,
             by=actor_label(request),
         )
         obj.pk, obj.prefix, obj.kind = token.pk, token.prefix, token.kind

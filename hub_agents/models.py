@@ -60,6 +60,16 @@ class Membership(models.Model):
         return f"{self.user} in {self.network} ({self.role})"
 
 
+class ToolProfile(models.TextChoices):
+    """Which tools a token's MCP connections list and may call, narrowest first; each set is in
+    hub_tools.profiles. Every transport but MCP ignores it: roles say what a token may do."""
+
+    CONTRACT = "contract", "contract: the 17 contract tools"
+    AGENT = "agent", "agent: contract, open pool, questions, thread"
+    LEAD = "lead", "lead: agent, answers, approvals, search"
+    ALL = "all", "all: every tool"
+
+
 class ApiToken(models.Model):
     """A bearer token. Only its SHA-256 digest is stored; the raw value is shown once."""
 
@@ -77,6 +87,12 @@ class ApiToken(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="hub_tokens"
+    )
+    tool_profile = models.CharField(
+        max_length=16,
+        choices=ToolProfile.choices,
+        default=ToolProfile.ALL,
+        help_text="The tools its MCP connections list and may call (a connection may narrow it with /mcp?tools=).",
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)

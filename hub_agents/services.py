@@ -25,6 +25,7 @@ from hub_agents.models import (
     Network,
     Role,
     SessionStatus,
+    ToolProfile,
 )
 from hub_core import logcontext, validate
 from hub_core.errors import HubError
@@ -116,12 +117,15 @@ def token_create(
     role: str | None = None,
     user: AbstractBaseUser | None = None,
     name: str = "",
+    tool_profile: str | None = None,
     by: str = SYSTEM,
 ) -> tuple[ApiToken, str]:
-    """A network token (given `network`) or a user token (given `user`); returns it and its raw value."""
+    """A network token (given `network`) or a user token (given `user`); returns it and its raw value.
+    `tool_profile`: the tools its MCP connections list (default all)."""
     if (network is None) == (user is None):
         raise HubError("invalid_argument", "A token belongs either to a network or to a user, not both or neither.")
     name = validate.text("name", name, max_len=200) or ""
+    tool_profile = validate.choice("tool_profile", tool_profile, ToolProfile.values) or ToolProfile.ALL
     kind = ApiToken.Kind.NETWORK if network is not None else ApiToken.Kind.USER
     raw = ApiToken.generate(kind)
     token = ApiToken.objects.create(
@@ -132,7 +136,10 @@ def token_create(
         network=network,
         role=(validate.choice("role", role, Role.values) or Role.MEMBER) if network is not None else "",
         user=user,
+        tool_profile=tool_profile,
     )
+    # The profile is recorded where it narrows the token (the default, every tool, says nothing new).
+    narrowed = {"tool_profile": tool_profile} if tool_profile != ToolProfile.ALL else {}
     for network_id in _token_networks(token):
         audit_record(
             network_id=network_id,
@@ -140,6 +147,7 @@ def token_create(
             actor=by,
             target=_token_target(token),
             role=token.role or "as its user",
+            **narrowed,
         )
     return token, raw
 
@@ -206,8 +214,9 @@ def _token_actor(token: ApiToken) -> Actor:
             key=f"token:{token.pk}",
             roles={token.network_id: token.role},
             network_bound=True,
+            tool_profile=token.tool_profile,
         )
-    return _user_actor(token.user, key=f"token:{token.pk}")
+    return _user_actor(token.user, key=f"token:{token.pk}", tool_profile=token.tool_profile)
 
 
 def actor_for_key(key: str) -> Actor:
@@ -242,7 +251,7 @@ def actor_for_user(user: AbstractBaseUser) -> Actor:
     return _in_logs(_user_actor(user))
 
 
-def _user_actor(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
+def _user_actor(user: AbstractBaseUser, *, key: str | None = None, tool_profile: str = ToolProfile.ALL) -> Actor:
     """A user, or a user token acting as the user."""
     roles = dict(Membership.objects.filter(user=user).values_list("network_id", "role"))
     return Actor(
@@ -251,6 +260,7 @@ def _user_actor(user: AbstractBaseUser, *, key: str | None = None) -> Actor:
         roles=roles,
         network_bound=False,
         user_id=user.pk,
+        tool_profile=tool_profile,
     )
 
 

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hub_agents.audit import CLI
-from hub_agents.models import Network, Role
+from hub_agents.models import Network, Role, ToolProfile
 from hub_agents.services import membership_set, token_create, user_get_or_create
 from hub_core.errors import HubError
 
@@ -14,7 +14,7 @@ class Command(BaseCommand):
     help = (
         "Create a token and print it once, as the last line. --network NAME gives a network token "
         "(ntok_…); --user USERNAME a user token (utok_…), creating the user, and with --network the "
-        "membership, if missing."
+        "membership, if missing. --profile narrows the tools its MCP connections list and may call."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -22,8 +22,24 @@ class Command(BaseCommand):
         parser.add_argument("--user", metavar="USERNAME", help="make a user token for this user")
         parser.add_argument("--role", choices=Role.values, help="the role (default member)")
         parser.add_argument("--name", default="", help="a label for the token, e.g. the agent or script using it")
+        parser.add_argument(
+            "--profile",
+            choices=ToolProfile.values,
+            default=ToolProfile.ALL,
+            help="the tools its MCP connections list and may call: contract (the 17 contract tools), agent "
+            "(contract, open pool, questions, thread), lead (agent, answers, approvals, search) or all (default)",
+        )
 
-    def handle(self, *args: Any, network: str | None, user: str | None, role: str | None, name: str, **options: Any):
+    def handle(
+        self,
+        *args: Any,
+        network: str | None,
+        user: str | None,
+        role: str | None,
+        name: str,
+        profile: str,
+        **options: Any,
+    ):
         if network is None and user is None:
             raise CommandError("Give --network NAME for a network token, or --user USERNAME for a user token.")
         if user is None and role is None:
@@ -31,7 +47,7 @@ class Command(BaseCommand):
         try:
             found = self._network(network) if network is not None else None
             if user is None:
-                token, raw = token_create(network=found, role=role, name=name, by=CLI)
+                token, raw = token_create(network=found, role=role, name=name, tool_profile=profile, by=CLI)
             else:
                 account = user_get_or_create(username=user)
                 if found is not None:
@@ -39,10 +55,11 @@ class Command(BaseCommand):
                     self.stderr.write(f"{account.get_username()} is {membership.role} in {found.name!r}.")
                 elif role is not None:
                     raise CommandError("--role for a user token needs --network: roles belong to memberships.")
-                token, raw = token_create(user=account, name=name, by=CLI)
+                token, raw = token_create(user=account, name=name, tool_profile=profile, by=CLI)
         except HubError as exc:
             raise CommandError(exc.message) from None
-        self.stderr.write(f"Token {token.prefix}… created; it is shown once, store it now.")
+        narrowed = f" (tool profile {token.tool_profile})" if token.tool_profile != ToolProfile.ALL else ""
+        self.stderr.write(f"Token {token.prefix}… created{narrowed}; it is shown once, store it now.")
         self.stdout.write(raw)
 
     @staticmethod
