@@ -29,7 +29,7 @@ from hub_dashboard.chart import bar_chart
 from hub_dashboard.wording import refusal_for_operator
 from hub_events.selectors import events_position
 from hub_fleet.pool import open_tasks
-from hub_fleet.selectors import fleet
+from hub_fleet.selectors import agent_health, fleet, problem_rank
 from hub_tasks import limits
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
@@ -55,11 +55,10 @@ FRAGMENTS = frozenset(
     {"fleet", "pool", "tasks", "task", "completions", "questions", "questions_count", "approvals", "approvals_count"}
     | {"channels", "channel_posts"}
 )  # the pages' live regions
-# The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first, stalest first,
-# longest-running first: the order that finds a stuck agent at the top.
-STATUS_RANK = {status: rank for rank, status in enumerate(["error", "blocked", "waiting_input", "working", "idle"])}
+# The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first (the default, cards
+# and table), stalest first, longest-running first: the orders that find a stuck agent at the top.
 FLEET_SORTS = {
-    "status": lambda row: (STATUS_RANK.get(row["status"], len(STATUS_RANK)), row["alias"]),
+    "status": lambda row: (problem_rank(row), row["alias"]),
     "seen": lambda row: row["last_seen_at"] or "",
     "age": lambda row: row["current_task"]["since"].isoformat() if row["current_task"] else None,
 }
@@ -147,7 +146,7 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     if sort.lstrip("-") in FLEET_SORTS:
         sessions = _sorted(sessions, FLEET_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
     else:
-        sort = ""
+        sort = "status"  # fleet() lists problems first
     counts = {row["status"]: row["count"] for row in listed["summary"]}
     return live_page(
         request,
@@ -192,6 +191,7 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
     if only := request.GET.get("only"):  # a live update of one row: that task, if it is on this list
         tasks = tasks.filter(pk=only)
     page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = _with_agent_health(list(page.object_list), network_id=desk.network_id)
     counts = {row["status"]: row["count"] for row in stats}
     shown = {**filters, "sort": sort, "dead_letter": "1" if dead_letter else ""}
     query = urlencode({key: value for key, value in shown.items() if value})
@@ -223,6 +223,10 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
             request, "dashboard/not_found.html", desk.context(message=refusal_for_operator(refusal).text), status=404
         )
     task = Task(status=family["task"]["status"])
+    held_by = family["task"]["to_name"]
+    health = (
+        agent_health(network_id=family["task"]["network_id"], aliases=[held_by]) if task.status not in TERMINAL else {}
+    )
     may_write = desk.actor.can_write(family["task"]["network_id"])
     actions = {move: may_write and task.can(move) for move in (Move.RETRY, Move.CANCEL, Move.REASSIGN)}
     return live_page(
@@ -234,6 +238,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
             thread=thread,
             # A question of it waits for a person (and the task has not ended meanwhile).
             waiting_input=task.status not in TERMINAL and any(not q["answered_at"] for q in family["questions"]),
+            agent_health=health.get(held_by),
             terminal=task.status in TERMINAL,
             can_retry=actions[Move.RETRY],
             can_cancel=actions[Move.CANCEL],
@@ -448,6 +453,16 @@ def _sorted(rows: list[dict[str, Any]], key: Any, *, reverse: bool) -> list[dict
     """Rows by key, either way round; rows without a value (no current task) last both ways."""
     known = [row for row in rows if key(row) is not None]
     return sorted(known, key=key, reverse=reverse) + [row for row in rows if key(row) is None]
+
+
+def _with_agent_health(tasks: list[Task], *, network_id: str) -> list[Task]:
+    """Open tasks whose agent cannot be counted on (in error, offline, silent, unknown) carry what
+    hub_fleet's agent_health says about it as `agent_health`; the others None."""
+    waiting = [task for task in tasks if task.status not in TERMINAL]
+    health = agent_health(network_id=network_id, aliases={task.to_name for task in waiting})
+    for task in tasks:
+        task.agent_health = health.get(task.to_name) if task.status not in TERMINAL else None
+    return tasks
 
 
 def _whole_or_text(value: str) -> int | str | None:

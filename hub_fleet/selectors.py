@@ -6,6 +6,7 @@ They sit above both domain apps (hub_agents, hub_tasks) so that neither imports 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count
@@ -15,7 +16,7 @@ from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, SessionStatus
 from hub_agents.selectors import session_list, session_row, with_effective_status
 from hub_fleet.results import SessionDetail
-from hub_tasks.models import Completion, InboxMessage, Task, TaskStatus
+from hub_tasks.models import POOL, Completion, InboxMessage, Task, TaskStatus
 
 RECENT_COMPLETIONS = 5  # get_session_status's latest completions
 
@@ -55,8 +56,43 @@ def fleet(*, actor: Actor, network_id: str, alias: str | None = None) -> dict[st
         {**row, "inbox_pending": pending.get(row["alias"], 0), "current_task": current.get(row["resume_id"])}
         for row in listed.sessions
     ]
-    sessions.sort(key=lambda row: (row["status"] == SessionStatus.OFFLINE, row["alias"]))
+    sessions.sort(key=lambda row: (problem_rank(row), row["alias"]))
     return {"sessions": sessions, "summary": listed.summary}
+
+
+# Problems first: what needs a person, then work stranded with an agent that went away, then the rest.
+_RANKS = {SessionStatus.ERROR: 0, SessionStatus.BLOCKED: 1, SessionStatus.WAITING_INPUT: 2}
+_RANKS |= {SessionStatus.WORKING: 4, SessionStatus.IDLE: 5}
+
+
+def problem_rank(row: dict[str, Any]) -> int:
+    """A fleet row's place in the problems-first order (lower first): error, blocked, waiting for
+    input, offline (said so, or silent past COMMHUB_OFFLINE_AFTER_SECONDS) with work pending or
+    under way, working, idle, and offline with nothing to do last."""
+    if row["status"] == SessionStatus.OFFLINE:
+        return 3 if row["inbox_pending"] or row["current_task"] else 6
+    return _RANKS.get(row["status"], 6)
+
+
+def agent_health(*, network_id: str, aliases: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """What an open task's row and page say about its agent when it cannot be counted on, by alias
+    (the alias's most recently seen session): `error` (it reported status error; `output` is what it
+    said), `offline` (it said it went offline), `silent` (no call for COMMHUB_OFFLINE_AFTER_SECONDS:
+    offline everywhere, whatever it last said), `unknown` (no agent has reported as it). Aliases
+    whose agent is fine are left out."""
+    wanted = set(aliases) - {POOL}
+    sessions = with_effective_status(
+        AgentSession.objects.filter(network_id=network_id, alias__in=wanted), timezone.now()
+    ).order_by("alias", "last_seen_at")
+    newest = {session.alias: session for session in sessions}  # ascending: the newest wins
+    health = {alias: {"state": "unknown"} for alias in wanted - newest.keys()}
+    for alias, session in newest.items():
+        common = {"said": session.status, "last_seen_at": session.last_seen_at, "output": session.output or ""}
+        if session.effective_status == SessionStatus.OFFLINE:
+            health[alias] = {"state": "offline" if session.status == SessionStatus.OFFLINE else "silent", **common}
+        elif session.effective_status == SessionStatus.ERROR:
+            health[alias] = {"state": "error", **common}
+    return health
 
 
 def _current_tasks(*, network_id: str, sessions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -108,3 +108,16 @@ def waits(row: dict[str, object]) -> list[tuple[str, str]]:
     if started is not None:
         spans.append(("Ran for" if ended else "Running for", span_text((ended or now) - started)))
     return spans
+
+
+@register.filter
+def last_line(text: str | None) -> str:
+    """The last line with something on it: where a traceback names its error."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+@register.filter
+def tail(text: str | None, count: int = 15) -> str:
+    """The last `count` lines of an agent's reported output."""
+    return "\n".join((text or "").rstrip().splitlines()[-int(count) :])
