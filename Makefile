@@ -24,7 +24,7 @@ run: setup
 	@echo "  a network and an agent token:  $(PY) manage.py create_network demo"
 	@echo "                                 $(PY) manage.py create_token --network demo"
 	@echo "  connect Claude Code:           claude mcp add --transport http commhub http://127.0.0.1:$(PORT)/mcp --header \"Authorization: Bearer <token>\""
-	@echo "  an operator login:             $(PY) manage.py createsuperuser   (owns network 'default' on first login)"
+	@echo "  an operator login:             $(PY) manage.py createsuperuser   (its first login owns 'demo' above, or a new 'default')"
 	@echo ""
 	exec $(PY) -m commhub.run --bind 127.0.0.1 --port $(PORT)
 

@@ -52,6 +52,8 @@ class Membership(models.Model):
     network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # When the user last chose this network in the dashboard: their newest choice is where it opens.
+    chosen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "network"], name="membership_unique_user_network")]

@@ -6,11 +6,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, CharField, Count, F, Q, QuerySet, Value, When
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, AuditEntry, SessionStatus
+from hub_agents.models import AgentSession, AuditEntry, Membership, SessionStatus
 from hub_agents.results import SessionListing
 from hub_core.cursor import Position
 from hub_core.cursor import encode as encode_cursor
@@ -28,6 +29,22 @@ SESSION_COLUMNS = (
 
 def offline_cutoff(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.COMMHUB_OFFLINE_AFTER_SECONDS)
+
+
+def network_landing(*, user: AbstractBaseUser) -> str | None:
+    """The network the user's dashboard opens on: the one they chose last; never having chosen, the
+    one whose agents reported most recently (where the work is); else the first by name."""
+    memberships = Membership.objects.filter(user=user)
+    chosen = memberships.filter(chosen_at__isnull=False).order_by("-chosen_at").values_list("network_id", flat=True)
+    if landing := chosen.first():
+        return landing
+    busiest = (
+        memberships.annotate(seen=Max("network__sessions__last_seen_at"))
+        .filter(seen__isnull=False)
+        .order_by("-seen", "network__name")
+        .values_list("network_id", flat=True)
+    )
+    return busiest.first() or memberships.order_by("network__name").values_list("network_id", flat=True).first()
 
 
 def with_effective_status(sessions: QuerySet[AgentSession], now: datetime) -> QuerySet[AgentSession]:

@@ -291,10 +291,22 @@ def session_actor(*, session_key: str | None) -> Actor | None:
 
 @transaction.atomic
 def network_default_for(*, user: AbstractBaseUser) -> None:
-    """A superuser who belongs to no network yet owns the "default" one: a fresh install just works."""
-    if user.is_superuser and not Membership.objects.filter(user=user).exists():
-        network, _ = network_create(name="default")
+    """A superuser who belongs to no network yet owns the install's networks nobody owns (those
+    `create_network` made from the shell, `make run`'s printed commands among them), or, on an
+    install with none, the network "default": the first login shows the agents already there.
+
+    Only at that first login: a network made later is granted by its owner, `create_token --user`
+    or the admin, never taken by whichever superuser logs in next."""
+    if not user.is_superuser or Membership.objects.filter(user=user).exists():
+        return
+    ownerless = Network.objects.exclude(memberships__role=Role.OWNER).order_by("name")
+    for network in ownerless or [network_create(name="default")[0]]:
         membership_set(user=user, network=network, role=Role.OWNER)
+
+
+def network_choose(*, user: AbstractBaseUser, network_id: str) -> None:
+    """Remember the network the user chose in the dashboard, for their next login (network_landing)."""
+    Membership.objects.filter(user=user, network_id=network_id).update(chosen_at=timezone.now())
 
 
 def user_get_or_create(*, username: str) -> AbstractBaseUser:

@@ -21,8 +21,8 @@ from django.views.decorators.http import require_POST
 from hub_agents import limits as agent_limits
 from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.models import Network, SessionStatus
-from hub_agents.selectors import audit_list, session_aliases
-from hub_agents.services import actor_for_user, network_default_for
+from hub_agents.selectors import audit_list, network_landing, session_aliases
+from hub_agents.services import actor_for_user, network_choose, network_default_for
 from hub_core import validate
 from hub_core.errors import HubError
 from hub_dashboard.chart import bar_chart
@@ -73,7 +73,11 @@ class Desk:
         network_default_for(user=request.user)
         self.actor: Actor = actor_for_user(request.user)
         networks = dict(Network.objects.filter(pk__in=self.actor.roles).order_by("name").values_list("pk", "name"))
-        wanted = request.GET.get("network") or request.session.get("network")
+        asked, kept = request.GET.get("network"), request.session.get("network")
+        if asked in networks and asked != kept:
+            network_choose(user=request.user, network_id=asked)  # found there again at the next login
+        # A new session (a login) opens where the user left off, or where their agents are.
+        wanted = asked if asked in networks else kept if kept in networks else network_landing(user=request.user)
         self.network_id = wanted if wanted in networks else next(iter(networks), None)
         request.session["network"] = self.network_id
         self.networks = networks

@@ -101,6 +101,7 @@ def test_completions_name_and_link_their_task_and_agent_in_one_query(operator, a
         return task_id
 
     first = finish(0)
+    operator.get("/completions/")  # a session's first page also picks its network (network_landing)
     with CaptureQueriesContext(connection) as one:
         page = operator.get("/completions/?fragment=completions").content.decode()
     for n in range(1, 6):
