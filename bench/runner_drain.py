@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import httpx
 
@@ -31,8 +32,16 @@ COMMAND = ["/bin/sh", "-c", "cat >/dev/null; echo done"]
 TARGET_SECONDS = 5.0
 
 
-def drain(url: str, dispatcher: str, agent: str, state: str, tasks: int, concurrency: int, poll: float) -> float:
-    """Seconds from the runner's start until every queued task is replied."""
+def reported(journal: Path) -> int:
+    text = journal.read_text() if journal.exists() else ""
+    return sum('"state": "reported"' in line for line in text.splitlines(keepends=True) if line.endswith("\n"))
+
+
+def drain(
+    url: str, dispatcher: str, agent: str, state: str, tasks: int, concurrency: int, poll: float
+) -> tuple[float, float]:
+    """Seconds from the runner's start (its start-up included) until the first and until every
+    queued task is replied."""
     http = httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {dispatcher}"}, timeout=30)
     ids = []
     for n in range(tasks):
@@ -51,14 +60,24 @@ def drain(url: str, dispatcher: str, agent: str, state: str, tasks: int, concurr
     runner = subprocess.Popen(
         [sys.executable, "-m", "commhub_agent", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    # Watched in the runner's journal (a delivery is "reported" once report_completion answered), so
+    # the watching puts no load on the hub; the hub's word is checked at the end.
+    journal = Path(state) / f"{ALIAS}.runner.jsonl"
     try:
-        deadline = started + 4 * poll + 60
+        deadline, first = started + 4 * poll + 60, 0.0
         while time.perf_counter() < deadline:
-            listed = http.get("/tasks", params={"alias": ALIAS, "status": "replied", "limit": tasks}).json()
-            if len(listed["tasks"]) >= tasks:
-                return time.perf_counter() - started
-            time.sleep(0.05)
-        raise SystemExit(f"the runner did not drain {tasks} tasks in {deadline - started:.0f} s")
+            done = reported(journal)
+            if done and not first:
+                first = time.perf_counter() - started
+            if done >= tasks:
+                seconds = time.perf_counter() - started
+                break
+            time.sleep(0.02)
+        else:
+            raise SystemExit(f"the runner did not drain {tasks} tasks in {deadline - started:.0f} s")
+        listed = http.get("/tasks", params={"alias": ALIAS, "status": "replied", "limit": tasks}).json()
+        assert {t["task_id"] for t in listed["tasks"]} == set(ids), listed
+        return first, seconds
     finally:
         runner.terminate()
         runner.wait(timeout=30)
@@ -80,14 +99,16 @@ def main() -> None:
         agent = manage(env, "create_token", "--network", "bench-runner", "--name", ALIAS)
         hub, url = start_hub(env)
         try:
-            seconds = drain(url, dispatcher, agent, f"{tmp}/state", args.tasks, args.concurrency, args.poll)
+            first, seconds = drain(url, dispatcher, agent, f"{tmp}/state", args.tasks, args.concurrency, args.poll)
         finally:
             hub.terminate()
             hub.wait(timeout=15)
     backend = "PostgreSQL + Redis" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
     print(f"commhub-agent run, queued tasks drained ({backend}, gunicorn 1 uvicorn worker)")
     print(f"  {args.tasks} tasks at --concurrency {args.concurrency}, --poll {args.poll:g} s")
-    print(f"  drained in {seconds:.2f} s ({seconds / args.tasks * 1000:.0f} ms a task)")
+    print(f"  drained in {seconds:.2f} s from the runner's start (the first task replied at {first:.2f} s)")
+    if args.tasks > 1:
+        print(f"  then {(seconds - first) / (args.tasks - 1) * 1000:.0f} ms a task, start to reply")
     if args.tasks == 20 and args.concurrency == 1:
         print(f"  target: 20 tasks in < {TARGET_SECONDS:g} s: {'met' if seconds < TARGET_SECONDS else 'MISSED'}")
 

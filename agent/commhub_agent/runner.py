@@ -292,14 +292,18 @@ class Runner:
         )
         if os.environ.get("COMMHUB_AGENT_TEST_CRASH") == "after-done":
             os.kill(os.getpid(), signal.SIGKILL)  # fault injection for the crash test: die before reporting
-        await self.report(self.journal.entries[message_id])
+        await self.report(self.journal.entries[message_id], first=True)
 
-    async def report(self, entry: dict[str, Any]) -> None:
+    async def report(self, entry: dict[str, Any], *, first: bool = False) -> None:
         """Tell the hub how a delivery ended; safe to repeat after a crash or a lost answer."""
         task_id, alias = entry["task_id"], self.config.alias
-        current = await self.retry(lambda: self.hub.call("get_task", task_id=task_id))
-        info = (current.get("task") or {}) if current.get("ok") else {}
-        status, ours = info.get("status"), info.get("to_name") == alias
+        status, ours = None, False
+        # A success this process just ran has no earlier report to look for: it is reported at once.
+        # A failure, or any delivery a restart reports, looks at the task first.
+        if not (first and entry["status"] == "replied"):
+            current = await self.retry(lambda: self.hub.call("get_task", task_id=task_id))
+            info = (current.get("task") or {}) if current.get("ok") else {}
+            status, ours = info.get("status"), info.get("to_name") == alias
         # Only a task still ours and taken is failed: one cancelled or reassigned meanwhile is left be.
         if entry["status"] == "failed" and ours and status in ("acked", "running"):
             await self.retry(
