@@ -20,6 +20,7 @@ api = [
     path("", include("hub_api.tasks")),
     path("", include("hub_api.channels")),
     path("", include("hub_api.search")),
+    path("", include("hub_api.webhooks")),
     path("", include("hub_api.cards")),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: the pages' CSP runs no inline script.

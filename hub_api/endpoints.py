@@ -22,12 +22,16 @@ from hub_api.auth import actor_of
 from hub_core.errors import invalid_argument
 from hub_core.waiting import long_poll
 from hub_tools.tools import TOOLS_BY_NAME, Tool
+from hub_tools.webhook_tools import WEBHOOK_TOOLS
 
 ERROR_SCHEMA = {
     "type": "object",
     "properties": {
         "ok": {"type": "boolean", "enum": [False]},
-        "error": {"type": "string", "description": "A stable code: invalid_argument, task_not_found, …"},
+        "error": {
+            "type": "string",
+            "description": "A stable code: invalid_argument, task_not_found, webhook_not_found, …",
+        },
         "message": {"type": "string", "description": "What went wrong and what to do next."},
         "field": {"type": "string", "description": "On invalid_argument: the argument at fault."},
         "retry_after": {"type": "integer", "description": "On rate_limited: seconds to wait before writing again."},
@@ -69,10 +73,19 @@ class Operation:
     # Arguments a literal URL stands for: GET sessions/report is the session named "report",
     # which the sessions/<alias> pattern cannot reach.
     fixed: tuple[tuple[str, str], ...] = ()
+    # A created operation that has no idempotent repeat: it never answers 200.
+    repeatable: bool = True
+    # The answer holds a secret shown once (a webhook's): no cache may keep it.
+    no_store: bool = False
 
     @property
     def definition(self) -> Tool:
-        return TOOLS_BY_NAME[self.tool]
+        return operation_tool(self.tool)
+
+
+def operation_tool(name: str) -> Tool:
+    """The spec an endpoint runs: a tool (MCP's too), or a REST-only operation (webhooks)."""
+    return TOOLS_BY_NAME[name] if name in TOOLS_BY_NAME else WEBHOOK_TOOLS[name]
 
 
 def route(url: str, *operations: Operation, tag: str) -> URLPattern:
@@ -102,16 +115,19 @@ def _long_polling(view: Any) -> Any:
 def _handler(operation: Operation):
     def handle(view: APIView, request: Request, **path: str) -> Response:
         tool = operation.definition
-        path = {**path, **dict(operation.fixed)}
         given = _query_arguments(request, tool) if operation.method == "get" else dict(request.data)
-        for name in path:
+        fixed = dict(operation.fixed)
+        for name in [*path, *fixed]:
             if name in given:
                 raise invalid_argument(name, "is given in the URL path; leave it out of the query and body")
+        # A path segment is text, read as its argument's type like a query value (a webhook's id).
+        path = {name: _typed(tool, name, value) for name, value in path.items()} | fixed
         outcome = tool.run(actor_of(request), {**given, **path})
         if outcome.get("pending_approval"):
             return Response(outcome, status=202)  # held by an approval rule: runs once approved
         created = operation.created and not outcome.get("duplicate")
-        return Response(outcome, status=201 if created else 200)
+        headers = {"Cache-Control": "no-store"} if operation.no_store else None
+        return Response(outcome, status=201 if created else 200, headers=headers)
 
     return handle
 
@@ -126,18 +142,22 @@ def _query_arguments(request: Request, tool: Tool) -> dict[str, Any]:
     for name, values in request.query_params.lists():
         if len(values) > 1:
             raise invalid_argument(name, "is given more than once")
-        value = values[0]
-        kind = tool.params[name].kind if name in tool.params else None
-        if kind == "integer":
-            if not _INTEGER.fullmatch(value):
-                raise invalid_argument(name, f"must be a whole number (got {value!r})")
-            value = int(value)
-        elif kind == "number":
-            if not _NUMBER.fullmatch(value):
-                raise invalid_argument(name, f"must be a number (got {value!r})")
-            value = float(value)
-        arguments[name] = value
+        arguments[name] = _typed(tool, name, values[0])
     return arguments
+
+
+def _typed(tool: Tool, name: str, value: str) -> Any:
+    """A URL's text as the argument's JSON type: a whole number or a number where the spec says so."""
+    kind = tool.params[name].kind if name in tool.params else None
+    if kind == "integer":
+        if not _INTEGER.fullmatch(value):
+            raise invalid_argument(name, f"must be a whole number (got {value!r})")
+        return int(value)
+    if kind == "number":
+        if not _NUMBER.fullmatch(value):
+            raise invalid_argument(name, f"must be a number (got {value!r})")
+        return float(value)
+    return value
 
 
 def _described(handle: Any, operation: Operation, path_params: tuple[str, ...], tag: str) -> Any:
@@ -177,7 +197,7 @@ def _described(handle: Any, operation: Operation, path_params: tuple[str, ...], 
         request = {"application/json": body}
     success = OpenApiResponse(response=_openapi(tool.output), description="The tool's result object.")
     responses: dict[int, Any] = {201 if operation.created else 200: success}
-    if operation.created:
+    if operation.created and operation.repeatable:
         responses[200] = OpenApiResponse(response=_openapi(tool.output), description="An idempotent repeat.")
     if tool.gateable:
         responses[202] = OpenApiResponse(response=HELD_SCHEMA, description=HELD)
@@ -213,6 +233,7 @@ def require_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, A
 # OpenAPI links: where an answer's ids lead next, so clients and fuzzers can follow a task's life.
 _TASK = {"task_id": "$response.body#/task_id"}
 _MESSAGE = {"alias": "$request.body#/alias", "message_id": "$response.body#/message_id"}
+_WEBHOOK = {"webhook_id": "$response.body#/webhook_id"}
 LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
     "send_task": {
         "GetTask": ("get_task", _TASK),
@@ -225,6 +246,12 @@ LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
     "send_message": {"AckInboxMessage": ("ack_inbox", _MESSAGE)},
     "retry_task": {"GetTask": ("get_task", _TASK), "CancelTask": ("cancel_task", _TASK)},
     "reassign_task": {"GetTask": ("get_task", _TASK), "CancelTask": ("cancel_task", _TASK)},
+    "webhook_create": {
+        "ListDeliveries": ("webhook_deliveries", _WEBHOOK),
+        "DisableWebhook": ("webhook_disable", _WEBHOOK),
+        "EnableWebhook": ("webhook_enable", _WEBHOOK),
+        "DeleteWebhook": ("webhook_delete", _WEBHOOK),
+    },
 }
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from hub_core.errors import invalid_argument
+from hub_core.errors import unusable_argument
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -57,38 +57,40 @@ def _resolve(host: str, port: int) -> list[IPAddress]:
         pass
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise invalid_argument("url", f"names a host that does not resolve ({host}: {exc})") from exc
+    except (OSError, UnicodeError, ValueError) as exc:  # no such name, a label too long, ...
+        raise unusable_argument("url", f"names a host that does not resolve ({host}: {exc})") from exc
     # Scope ids ("fe80::1%eth0") are dropped; the address itself is what is judged.
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
 
 
 def webhook_target(url: str) -> Target:
     """Check a webhook URL now: its scheme, and every address its host resolves to. Raises
-    HubError (invalid_argument on `url`) saying what is wrong; returns where to connect."""
+    HubError (invalid_argument on `url`) saying what is wrong; returns where to connect. The status
+    is 409: the URL's shape is the schema's (hub_tools.webhook_tools, 400 there), what it names is
+    what this refuses, as every refusal of schema-valid input."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise invalid_argument("url", f"is not a URL ({exc})") from exc
+        raise unusable_argument("url", f"is not a URL ({exc})") from exc
     if parts.scheme not in ("http", "https"):
-        raise invalid_argument("url", "must start with http:// or https://")
+        raise unusable_argument("url", "must start with http:// or https://")
     if not parts.hostname:
-        raise invalid_argument("url", "names no host")
+        raise unusable_argument("url", "names no host")
     if parts.username is not None or parts.password is not None:
-        raise invalid_argument("url", "holds credentials; drop them: receivers check the CommHub-Signature header")
+        raise unusable_argument("url", "holds credentials; drop them: receivers check the CommHub-Signature header")
     if parts.fragment:
-        raise invalid_argument("url", "has a #fragment, which is never sent; drop it")
+        raise unusable_argument("url", "has a #fragment, which is never sent; drop it")
     port = port or (443 if parts.scheme == "https" else 80)
     addresses = _resolve(parts.hostname, port)
     if not addresses:
-        raise invalid_argument("url", f"names a host with no address ({parts.hostname})")
+        raise unusable_argument("url", f"names a host with no address ({parts.hostname})")
     if not settings.COMMHUB_WEBHOOKS_ALLOW_PRIVATE:
         # Every address must pass: a name that resolves to one public and one private address
         # would otherwise reach the private one whenever the resolver puts it first.
         for ip in addresses:
             if problem := _forbidden(ip):
-                raise invalid_argument(
+                raise unusable_argument(
                     "url",
                     f"resolves to {problem}, which webhooks may not reach"
                     " (set COMMHUB_WEBHOOKS_ALLOW_PRIVATE=true to allow it on a trusted network)",

@@ -37,6 +37,7 @@ from hub_events.models import OPERATORS, Event
 from hub_events.services import events_seal_leftovers
 from hub_webhooks.addresses import webhook_target
 from hub_webhooks.models import Delivery, Subscription
+from hub_webhooks.selectors import webhook_administered, webhook_not_found
 from hub_webhooks.send import Answer, body_for, post_event, webhook_client
 from hub_webhooks.signing import secret_new
 
@@ -70,21 +71,12 @@ def deliverer_name() -> str:
 # ---- Subscriptions ---------------------------------------------------------------------------------
 
 
-def _administered(actor: Actor, network_id: str) -> None:
+def _administered(actor: Actor, network_id: str | None) -> str:
+    """The network a change goes to (the caller's only one, or the one it names), which it must administer."""
+    network_id = actor.writable_network(network_id)
     if not actor.can_administer(network_id):
         raise permission_denied(f"Only the owners and admins of network {network_id} manage its webhooks.")
-
-
-def _subscription(actor: Actor, subscription_id: int) -> Subscription:
-    administered = [network for network in actor.roles if actor.can_administer(network)]
-    found = Subscription.objects.filter(pk=subscription_id, network_id__in=administered).first()
-    if found is None:
-        raise HubError(
-            "webhook_not_found",
-            f"No webhook {subscription_id} in a network you administer: it may have been deleted.",
-            status=404,
-        )
-    return found
+    return network_id
 
 
 def _clean_types(event_types: list[str]) -> list[str]:
@@ -97,14 +89,15 @@ def _clean_types(event_types: list[str]) -> list[str]:
 
 @transaction.atomic
 def webhook_create(
-    *, actor: Actor, network_id: str, url: str, event_types: list[str], alias: str = ""
+    *, actor: Actor, network_id: str | None, url: str, event_types: list[str] | None = None, alias: str | None = ""
 ) -> tuple[Subscription, str]:
     """A new subscription, sent what the network's feed gets from now on. Returns it and its
     secret, which is shown this once."""
-    _administered(actor, network_id)
+    network_id = _administered(actor, network_id)
     url = url.strip()
     webhook_target(url)  # refuses a scheme or an address webhooks may not use
-    event_types = _clean_types(event_types)
+    event_types = _clean_types(event_types or [])
+    alias = alias or ""
     if Subscription.objects.filter(network_id=network_id).count() >= SUBSCRIPTIONS_MAX:
         raise HubError(
             "webhook_limit", f"A network has at most {SUBSCRIPTIONS_MAX} webhooks; delete one first.", status=409
@@ -138,14 +131,16 @@ def webhook_create(
 
 def webhook_set_active(*, actor: Actor, subscription_id: int, active: bool) -> Subscription:
     """Enable (resume from the cursor, retry state cleared) or disable a subscription."""
-    subscription = _subscription(actor, subscription_id)
+    subscription = webhook_administered(actor=actor, subscription_id=subscription_id)
     return webhook_switch(subscription_id=subscription.pk, active=active, by=actor.label)
 
 
 @transaction.atomic
 def webhook_switch(*, subscription_id: int, active: bool, by: str) -> Subscription:
     """webhook_set_active for a caller already allowed (the admin, whose permissions are Django's)."""
-    locked = Subscription.objects.select_for_update().get(pk=subscription_id)
+    locked = Subscription.objects.select_for_update().filter(pk=subscription_id).first()
+    if locked is None:  # deleted since it was looked up
+        raise webhook_not_found(subscription_id, "any more")
     wanted = Subscription.State.ACTIVE if active else Subscription.State.DISABLED
     if locked.state == wanted:
         return locked
@@ -167,7 +162,7 @@ def webhook_switch(*, subscription_id: int, active: bool, by: str) -> Subscripti
 
 
 def webhook_delete(*, actor: Actor, subscription_id: int) -> None:
-    subscription = _subscription(actor, subscription_id)
+    subscription = webhook_administered(actor=actor, subscription_id=subscription_id)
     webhook_remove(subscription_id=subscription.pk, by=actor.label)
 
 
@@ -190,7 +185,7 @@ def webhook_send_test(*, actor: Actor, subscription_id: int, policy: Policy | No
     """POST a `webhook_test` event to this subscription only, signed like every event, and record
     the attempt. Touches neither the cursor nor the retry state. Runs outside any transaction: the
     POST may take the whole timeout."""
-    subscription = _subscription(actor, subscription_id)
+    subscription = webhook_administered(actor=actor, subscription_id=subscription_id)
     policy = policy or Policy()
     now = timezone.now()
     frame = {

@@ -42,12 +42,15 @@ from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
 from hub_api.search import urlpatterns as search_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
+from hub_api.webhooks import urlpatterns as webhook_urlpatterns
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_events.models import Event
 from hub_search.models import SearchEntry
 from hub_tasks.models import Completion, InboxMessage, Question, Task, TaskEvent
 from hub_tools.models import Approval, ApprovalRule, ApprovalVote
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
+from hub_webhooks.models import Delivery, Subscription
+from hub_webhooks.services import webhook_create, webhook_set_active
 from tests.helpers.calls import (
     channel_create,
     channel_post,
@@ -122,6 +125,16 @@ ROUTES: dict[str, tuple[str, str]] = {
     "search": ("get", "search"),
 }
 
+# Beyond the tools, REST only: webhooks (hub_tools.webhook_tools), for a network's owners and admins.
+WEBHOOK_ROUTES: dict[str, tuple[str, str]] = {
+    "webhook_list": ("get", "webhooks"),
+    "webhook_create": ("post", "webhooks"),
+    "webhook_enable": ("post", "webhooks/{webhook_id}/enable"),
+    "webhook_disable": ("post", "webhooks/{webhook_id}/disable"),
+    "webhook_delete": ("post", "webhooks/{webhook_id}/delete"),
+    "webhook_deliveries": ("get", "webhooks/{webhook_id}/deliveries"),
+}
+
 # How each refusal reads: (REST status, the MCP result's `error` wording).
 REFUSALS: dict[str, tuple[int, str]] = {
     "task_not_found": (404, "task not found"),
@@ -130,6 +143,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "question_not_found": (404, "question_not_found"),
     "approval_not_found": (404, "approval_not_found"),
     "channel_not_found": (404, "channel_not_found"),
+    "webhook_not_found": (404, "webhook_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
 }
@@ -163,6 +177,11 @@ class World:
     b_approval: str  # a message to b-gated, held by B's rule
     a_channel: str  # a group channel a-coder owns, a-helper a member, with a post of a-coder's
     b_channel: str  # a group channel b-lead owns, b-coder a member, with a post of b-coder's
+    a_webhook: int  # A's webhooks, one active and one disabled
+    a_webhook_off: int
+    b_webhook: int  # B's, active, with a delivery; its URL, alias and the delivery's answer hold B's secret
+    b_webhook_off: int  # B's, disabled
+    b_webhook_secret: str  # its signing secret: shown once, to B's admin, never to anyone of A
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -189,6 +208,7 @@ class World:
             *Approval.objects.filter(network=self.b).values_list("pk", flat=True),
             *Channel.objects.filter(network=self.b).values_list("pk", flat=True),
             *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
+            *Subscription.objects.filter(network=self.b).values_list("secret", flat=True),
         ]
         return [secret for secret in [SECRET, *ids] if secret not in echoed]
 
@@ -256,6 +276,22 @@ def build_world() -> World:
     )["channel_id"]
     channel_post(actor=b_agent, channel_id=b_channel, alias="b-coder", content=f"{SECRET} post")
 
+    a_admin, b_admin = (token_create(network=net, role="admin", name=f"{net.name[0]}-admin")[1] for net in (a, b))
+    a_boss, b_boss = token_authenticate(raw=a_admin), token_authenticate(raw=b_admin)
+    public = "https://93.184.215.14"  # an address webhooks may reach, needing no name lookup
+    a_webhook, _ = webhook_create(actor=a_boss, network_id=a.pk, url=f"{public}/a-hook")
+    a_webhook_off, _ = webhook_create(actor=a_boss, network_id=a.pk, url=f"{public}/a-hook-off")
+    b_webhook, b_webhook_secret = webhook_create(
+        actor=b_boss, network_id=b.pk, url=f"{public}/{SECRET}-hook", alias=f"{SECRET}-alias", event_types=["new_task"]
+    )
+    b_webhook_off, _ = webhook_create(actor=b_boss, network_id=b.pk, url=f"{public}/{SECRET}-hook-off")
+    for boss, off in ((a_boss, a_webhook_off), (b_boss, b_webhook_off)):
+        webhook_set_active(actor=boss, subscription_id=off.pk, active=False)
+    Delivery.objects.create(
+        subscription=b_webhook, event_seq=1, event_type="new_task", outcome="failed", status_code=500,
+        response_excerpt=f"{SECRET} receiver's answer",
+    )  # fmt: skip
+
     users = {}
     roles_of = {
         "a-operator": {a: "member"},
@@ -281,7 +317,7 @@ def build_world() -> World:
         a_open=a_open,
         a_held=a_held,
         a_question=a_question,
-        a_admin=token_create(network=a, role="admin", name="a-admin")[1],
+        a_admin=a_admin,
         a_approval=a_approval,
         b_live=b_live,
         b_cancelled=b_cancelled["task_id"],
@@ -289,10 +325,15 @@ def build_world() -> World:
         b_message=b_message["message_id"],
         b_open=b_open,
         b_question=b_question["question_id"],
-        b_admin=token_create(network=b, role="admin", name="b-admin")[1],
+        b_admin=b_admin,
         b_approval=b_approval,
         a_channel=a_channel,
         b_channel=b_channel,
+        a_webhook=a_webhook.pk,
+        a_webhook_off=a_webhook_off.pk,
+        b_webhook=b_webhook.pk,
+        b_webhook_off=b_webhook_off.pk,
+        b_webhook_secret=b_webhook_secret,
         users=users,
     )
 
@@ -313,6 +354,8 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "channel_posts": (ChannelPost, "channel__network_id"),
     "events": (Event, "network_id"),
     "audit": (AuditEntry, "network_id"),
+    "webhooks": (Subscription, "network_id"),
+    "webhook_deliveries": (Delivery, "subscription__network_id"),
 }
 
 
@@ -336,7 +379,7 @@ class Outcome:
 
 def rest_request(tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """(method, path under /api/v1/, query or body) of the tool's endpoint."""
-    method, template = ROUTES[tool]
+    method, template = ROUTES[tool] if tool in ROUTES else WEBHOOK_ROUTES[tool]
     rest = dict(arguments)
     path = re.sub(r"\{(\w+)\}", lambda match: quote(str(rest.pop(match.group(1))), safe=""), template)
     return method, path, rest
@@ -801,6 +844,96 @@ def command_frames(world: World, tool: str) -> list[Any]:
     ]
 
 
+# --- 3. webhooks (REST only): A's admin aimed at B; A's members and viewers at A's -----------------
+
+# case id -> (operation, arguments, expected refusal; None: answered with A's webhooks only), called
+# by A's admin (the control: B's admin, who reaches B's webhooks and secrets).
+WEBHOOK_CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    "webhook_list": ("webhook_list", {}, None),
+    "webhook_list-network_b": ("webhook_list", {"network_id": "@b"}, "permission_denied"),
+    "webhook_create-network_b": (
+        "webhook_create",
+        {"url": "https://93.184.215.14/intrusion", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "webhook_enable-b_webhook_off": ("webhook_enable", {"webhook_id": "@b_webhook_off"}, "webhook_not_found"),
+    "webhook_disable-b_webhook": ("webhook_disable", {"webhook_id": "@b_webhook"}, "webhook_not_found"),
+    "webhook_delete-b_webhook": ("webhook_delete", {"webhook_id": "@b_webhook"}, "webhook_not_found"),
+    "webhook_deliveries-b_webhook": ("webhook_deliveries", {"webhook_id": "@b_webhook"}, "webhook_not_found"),
+}
+# operation -> arguments aimed at A's own webhooks, each of which A's admin may send (a write changes
+# A's rows): refused to A's members and viewers, who see and change nothing.
+WEBHOOK_ADMIN_ONLY: dict[str, dict[str, Any]] = {
+    "webhook_list": {},
+    "webhook_create": {"url": "https://93.184.215.14/from-a-member"},
+    "webhook_enable": {"webhook_id": "@a_webhook_off"},
+    "webhook_disable": {"webhook_id": "@a_webhook"},
+    "webhook_delete": {"webhook_id": "@a_webhook"},
+    "webhook_deliveries": {"webhook_id": "@a_webhook"},
+}
+NOT_ADMINS = {"member_token": "a_member", **VIEWERS}
+
+
+def check_webhook_cross(client: Client, world: World, case_id: str) -> None:
+    operation, template, refusal = WEBHOOK_CROSS[case_id]
+    arguments = world.value(template)
+    b_before = fingerprint(world.b.pk)
+
+    outcome = invoke(client, "rest", world.a_admin, operation, arguments)
+
+    if refusal is None:
+        listed = {row["webhook_id"] for row in assert_answered(outcome)["webhooks"]}
+        assert listed == set(Subscription.objects.filter(network=world.a).values_list("pk", flat=True))
+    else:
+        assert_tool_refused(outcome, refusal)
+    assert (
+        leaked(world, outcome.body, arguments) == [] and world.b_webhook_secret not in outcome.response.content.decode()
+    )
+    assert fingerprint(world.b.pk) == b_before
+
+
+def check_webhook_cross_control(client: Client, world: World, case_id: str) -> None:
+    operation, template, _ = WEBHOOK_CROSS[case_id]
+    arguments = world.value(template)
+    b_before = fingerprint(world.b.pk)
+
+    body = assert_answered(invoke(client, "rest", world.b_admin, operation, arguments))
+
+    if WEBHOOK_ROUTES[operation][0] == "get":
+        assert leaked(world, body, arguments), body
+    else:
+        assert fingerprint(world.b.pk) != b_before
+
+
+def webhook_arguments(world: World, operation: str, caller: str) -> dict[str, Any]:
+    arguments = world.value(WEBHOOK_ADMIN_ONLY[operation])
+    if caller == "mixed_user_token" and operation in ("webhook_list", "webhook_create"):
+        arguments["network_id"] = world.a.pk  # without it a user of two networks is asked to choose
+    return arguments
+
+
+def check_webhook_not_admin(client: Client, world: World, operation: str, caller: str) -> None:
+    before = fingerprint()
+    arguments = webhook_arguments(world, operation, caller)
+
+    outcome = invoke(client, "rest", getattr(world, NOT_ADMINS[caller]), operation, arguments)
+
+    assert_tool_refused(outcome, "permission_denied")
+    assert "/a-hook" not in outcome.response.content.decode()  # not even A's own webhooks' URLs
+    assert fingerprint() == before
+
+
+def check_webhook_not_admin_control(client: Client, world: World, operation: str) -> None:
+    before = fingerprint(world.a.pk)
+
+    body = assert_answered(invoke(client, "rest", world.a_admin, operation, world.value(WEBHOOK_ADMIN_ONLY[operation])))
+
+    if WEBHOOK_ROUTES[operation][0] == "get":
+        assert "/a-hook" in json.dumps(body)
+    else:
+        assert fingerprint(world.a.pk) != before
+
+
 # --- the tests over committed data: /mcp, the REST inbox, SSE, the websocket -----------------------
 
 
@@ -1020,6 +1153,31 @@ class TestInRolledBackTransactions:
     def test_a_viewer_token_still_reads(self, client: Client, world: World, transport: str, tool: str) -> None:
         check_viewer_read(client, world, transport, tool)
 
+    @pytest.mark.parametrize("case_id", WEBHOOK_CROSS)
+    def test_an_admin_of_a_neither_reads_nor_touches_the_webhooks_of_b(
+        self, client: Client, world: World, case_id: str
+    ) -> None:
+        check_webhook_cross(client, world, case_id)
+
+    @pytest.mark.parametrize("case_id", WEBHOOK_CROSS)
+    def test_control_an_admin_of_b_makes_the_same_webhook_call_and_reaches_b(
+        self, client: Client, world: World, case_id: str
+    ) -> None:
+        check_webhook_cross_control(client, world, case_id)
+
+    @pytest.mark.parametrize("caller", NOT_ADMINS)
+    @pytest.mark.parametrize("operation", WEBHOOK_ADMIN_ONLY)
+    def test_members_and_viewers_may_neither_see_nor_change_webhooks(
+        self, client: Client, world: World, operation: str, caller: str
+    ) -> None:
+        check_webhook_not_admin(client, world, operation, caller)
+
+    @pytest.mark.parametrize("operation", WEBHOOK_ADMIN_ONLY)
+    def test_control_an_admin_of_a_makes_the_same_webhook_call_and_it_lands(
+        self, client: Client, world: World, operation: str
+    ) -> None:
+        check_webhook_not_admin_control(client, world, operation)
+
     @pytest.mark.parametrize("user", ["a-watcher", "mixed"])
     @pytest.mark.parametrize("action", DASHBOARD_WRITES)
     def test_a_viewer_is_refused_every_dashboard_form(self, world: World, action: str, user: str) -> None:
@@ -1059,7 +1217,13 @@ def covered_endpoints(calls: list[tuple[str, dict[str, Any]]]) -> set[tuple[str,
 def all_endpoints() -> set[tuple[str, str]]:
     return {
         (method, str(pattern.pattern))
-        for pattern in [*agent_urlpatterns, *task_urlpatterns, *channel_urlpatterns, *search_urlpatterns]
+        for pattern in [
+            *agent_urlpatterns,
+            *task_urlpatterns,
+            *channel_urlpatterns,
+            *search_urlpatterns,
+            *webhook_urlpatterns,
+        ]
         for method in ("get", "post")
         if hasattr(pattern.callback.cls, method)
     }
@@ -1073,6 +1237,11 @@ def test_the_matrix_covers_every_tool_and_every_endpoint() -> None:
     assert READ_TOOLS == {tool.name for tool in TOOLS if tool.read_only} == set(VIEWER_READS)
     assert set(VIEWER_WRITES) == WRITE_TOOLS
     assert len(WRITE_TOOLS & set(CONTRACT_TOOLS)) == 11
-    assert covered_endpoints([(tool, arguments) for tool, arguments, _ in CROSS.values()]) == all_endpoints()
+    webhook_calls = [(operation, arguments) for operation, arguments, _ in WEBHOOK_CROSS.values()]
+    assert set(WEBHOOK_ADMIN_ONLY) == {operation for operation, _ in webhook_calls} == set(WEBHOOK_ROUTES)
+    cross_calls = [(tool, arguments) for tool, arguments, _ in CROSS.values()]
+    assert covered_endpoints(cross_calls + webhook_calls) == all_endpoints()
     posts = {(method, route) for method, route in all_endpoints() if method == "post"}
-    assert covered_endpoints(list(VIEWER_WRITES.items())) == posts
+    posted = {name for name, (method, _) in WEBHOOK_ROUTES.items() if method == "post"}
+    webhook_writes = [(name, arguments) for name, arguments in WEBHOOK_ADMIN_ONLY.items() if name in posted]
+    assert covered_endpoints(list(VIEWER_WRITES.items()) + webhook_writes) == posts

@@ -28,8 +28,10 @@ import hub_api.agents
 import hub_api.channels
 import hub_api.search
 import hub_api.tasks
+import hub_api.webhooks
 from hub_agents.models import AgentSession, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
+from hub_api.endpoints import operation_tool
 from hub_core import ratelimit
 from hub_tasks.models import Completion, InboxMessage, Task
 from hub_tools.tools import TOOLS_BY_NAME, Tool
@@ -66,7 +68,7 @@ class Endpoint:
 
     @property
     def definition(self) -> Tool:
-        return TOOLS_BY_NAME[self.tool]
+        return operation_tool(self.tool)
 
     @property
     def path_params(self) -> list[str]:
@@ -114,6 +116,14 @@ ENDPOINTS = [
     Endpoint("post", "channels/<str:channel_id>/configure", "channel_configure"),
     Endpoint("get", "channels/<str:channel_id>/posts", "channel_read"),
     Endpoint("post", "channels/<str:channel_id>/posts", "channel_post"),
+    # Beyond the tools: webhooks (REST only; the fuzzing token is a member's, so every one that gets
+    # past its arguments is refused: no URL is resolved).
+    Endpoint("get", "webhooks", "webhook_list"),
+    Endpoint("post", "webhooks", "webhook_create"),
+    Endpoint("post", "webhooks/<str:webhook_id>/enable", "webhook_enable"),
+    Endpoint("post", "webhooks/<str:webhook_id>/disable", "webhook_disable"),
+    Endpoint("post", "webhooks/<str:webhook_id>/delete", "webhook_delete"),
+    Endpoint("get", "webhooks/<str:webhook_id>/deliveries", "webhook_deliveries"),
 ]
 GETS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "get"]
 POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
@@ -127,6 +137,7 @@ def test_the_fuzzed_endpoints_are_every_endpoint_in_the_url_conf() -> None:
             *hub_api.tasks.urlpatterns,
             *hub_api.channels.urlpatterns,
             *hub_api.search.urlpatterns,
+            *hub_api.webhooks.urlpatterns,
         ]
         for method in ("get", "post", "put", "patch", "delete")
         if hasattr(pattern.callback.cls, method)
@@ -411,7 +422,7 @@ def bearer(token: str) -> dict[str, str]:
 def filled(endpoint: Endpoint, world: World) -> str:
     path = endpoint.pattern.replace("<str:alias>", "coder").replace("<str:message_id>", world.message_id)
     path = path.replace("<str:task_id>", world.task_id).replace("<str:question_id>", world.question_id)
-    path = path.replace("<str:channel_id>", "chn_0000000000000000")
+    path = path.replace("<str:channel_id>", "chn_0000000000000000").replace("<str:webhook_id>", "1")
     return API + path.replace("<str:approval_id>", "apr_0000000000000000")
 
 
@@ -436,6 +447,10 @@ BASE_BODIES = {
     "channel_leave": {"alias": "coder"},
     "channel_configure": {"alias": "coder"},
     "channel_post": {"alias": "coder", "content": "hi"},
+    "webhook_create": {"url": "https://example.com/hook"},
+    "webhook_enable": {},
+    "webhook_disable": {},
+    "webhook_delete": {},
 }
 BAD_NUMBERS = {
     "10**400": 10**400,
