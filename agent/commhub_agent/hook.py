@@ -56,8 +56,11 @@ def _save_shown(path: Path, shown: list[str]) -> None:
 def reason_for(alias: str, messages: list[dict[str, Any]]) -> str:
     lines = [
         f"CommHub: {len(messages)} new message(s) waiting for you ({alias}). Before stopping, handle them: "
-        "ack_inbox(message_id) to take one, report_status working with the task id and progress, then "
-        "report_completion(task=<task_id>, result=...) or send_reply(status='failed') if you cannot.",
+        f"ack_inbox(alias='{alias}', message_id=<message_id>) to take one; "
+        f"report_status(resume_id=<your session>, alias='{alias}', status='working', task=<task_id>, progress=<0-100>) "
+        f"as you go; then report_completion(alias='{alias}', task=<task_id>, result=<what you did>), or if "
+        f"you cannot, send_reply(alias=<from>, text=<why>, in_reply_to=<task_id>, status='failed', "
+        f"from_session='{alias}').",
     ]
     for message in messages:
         content = message.get("content") or ""
