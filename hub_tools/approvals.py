@@ -40,6 +40,11 @@ from hub_tools.models import PRIORITY_RANK, Approval, ApprovalRule, ApprovalStat
 Runner = Callable[[Actor, str, dict[str, Any]], dict[str, Any]]
 
 
+# The calls a rule's target_alias matches by their task's agent (they name no alias of their own, or
+# name the agent they move it to): a rule aimed at an alias holds what others do to its tasks.
+TASK_AGENT_TOOLS = frozenset({"retry_task", "cancel_task", "reassign_task"})
+
+
 @dataclass(frozen=True)
 class Rule:
     """An enabled ApprovalRule as the gate reads it (remembered per network with the actors)."""
@@ -56,10 +61,10 @@ class Rule:
     trust_admins: bool
     timeout_seconds: int
 
-    def matches(self, tool: str, arguments: dict[str, Any], actor: Actor, network_id: str) -> bool:
+    def matches(self, tool: str, arguments: dict[str, Any], actor: Actor, network_id: str, targets: set[str]) -> bool:
         if self.tool and self.tool != tool:
             return False
-        if self.target_alias and self.target_alias not in (arguments.get("alias"), arguments.get("new_alias")):
+        if self.target_alias and self.target_alias not in targets:
             return False
         if self.min_priority:
             priority = arguments.get("priority")
@@ -124,10 +129,11 @@ def approval_gate(*, actor: Actor, tool: str, arguments: dict[str, Any], parsed:
     typed values (what the rules match)."""
     if not any(_rules(network_id) for network_id in actor.readable_networks()):
         return None  # the common case, from memory: no rules where the caller is
-    network_id = _network_of(actor, parsed)
+    network_id, agent = _network_of(actor, parsed)
     if network_id is None or not actor.can_write(network_id):
         return None  # the service refuses it, in its own words: a rule never holds what may not run
-    matching = [rule for rule in _rules(network_id) if rule.matches(tool, parsed, actor, network_id)]
+    targets = {parsed.get("alias"), parsed.get("new_alias"), agent if tool in TASK_AGENT_TOOLS else None} - {None}
+    matching = [rule for rule in _rules(network_id) if rule.matches(tool, parsed, actor, network_id, targets)]
     if not matching:
         return None
     holding = [rule for rule in matching if not rule.trusts(actor, network_id)]
@@ -140,16 +146,17 @@ def approval_gate(*, actor: Actor, tool: str, arguments: dict[str, Any], parsed:
     return _hold(actor, tool, arguments, parsed, network_id, rule)
 
 
-def _network_of(actor: Actor, parsed: dict[str, Any]) -> str | None:
+def _network_of(actor: Actor, parsed: dict[str, Any]) -> tuple[str | None, str | None]:
     """The network the call acts in: its task's (retry, cancel, reassign), else the one it writes to;
-    None where the service will refuse the call anyway (no such task, no network chosen)."""
+    None where the service will refuse the call anyway (no such task, no network chosen). And the
+    task's agent, if it names a task."""
     if parsed.get("task_id") is not None:
         tasks = Task.objects.filter(network_id__in=actor.readable_networks(), pk=parsed["task_id"])
-        return tasks.values_list("network_id", flat=True).first()
+        return tasks.values_list("network_id", "to_name").first() or (None, None)
     try:
-        return actor.writable_network(parsed.get("network_id"))
+        return actor.writable_network(parsed.get("network_id")), None
     except HubError:
-        return None
+        return None, None
 
 
 def _audit_trusted(actor: Actor, tool: str, network_id: str, rules: list[Rule]) -> None:

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from hub_agents.models import ApiToken, AuditEntry
 from hub_agents.services import actor_for_user, token_revoke
 from hub_events.models import Event
-from hub_tasks.models import InboxMessage
+from hub_tasks.models import InboxMessage, Task, TaskStatus
 from hub_tools import approvals
 from hub_tools.models import Approval, ApprovalRule
 from tests.helpers import refused
@@ -24,6 +24,8 @@ from tests.helpers.calls import (
     inbox_list,
     message_send,
     task_cancel,
+    task_reassign,
+    task_retry,
     task_send,
 )
 
@@ -286,3 +288,25 @@ def test_approvers_read_the_arguments_given_and_a_dashboard_sender_gets_no_notic
     assert row["notify_alias"] is None
     approval_decide(actor=owner, approval_id=held["approval_id"], decision="reject")
     assert notices("dashboard:alice") == []
+
+
+def test_a_rule_aimed_at_an_alias_holds_what_others_do_to_its_tasks(network, agent, owner, fleet):
+    """retry_task, cancel_task and reassign_task name a task, not an alias: the rule matches the task's
+    agent (issue 24), and the call runs as asked once approved."""
+    ours = task_send(actor=agent, alias="coder-3", task="migrate prod")["task_id"]
+    theirs = task_send(actor=agent, alias="coder-1", task="migrate staging")["task_id"]
+    rule(network, target_alias="coder-3", tool="cancel_task", name="coder-3 is on prod")
+    rule(network, target_alias="coder-3", tool="retry_task", name="coder-3 retries")
+    rule(network, target_alias="coder-3", tool="reassign_task", name="coder-3 keeps its work")
+
+    assert task_reassign(actor=agent, task_id=theirs, new_alias="coder-2")["task_id"] == theirs  # not held
+    assert task_cancel(actor=agent, task_id=theirs)["cancelled"] is True
+    assert task_reassign(actor=agent, task_id=ours, new_alias="coder-2")["pending_approval"] is True
+    held = task_cancel(actor=agent, task_id=ours)
+    assert held["pending_approval"] is True
+    assert Task.objects.get(pk=ours).status != TaskStatus.CANCELLED
+
+    approval_decide(actor=owner, approval_id=held["approval_id"], decision="approve")
+    assert Task.objects.get(pk=ours).status == TaskStatus.CANCELLED
+    assert task_retry(actor=agent, task_id=ours)["pending_approval"] is True
+    assert "task_id" in task_retry(actor=agent, task_id=theirs)
