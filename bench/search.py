@@ -11,6 +11,12 @@ In bench/run it is the `search` phase, on the run's PostgreSQL database. Alone:
 
     .venv/bin/python -m bench.search                      # PostgreSQL, database commhub_bench_search
     .venv/bin/python -m bench.search --sqlite --rows 100000  # the embedded default, FTS5
+    .venv/bin/python -m bench.search --posts [--sqlite]      # 100 hits at the post size limit (issue 24)
+
+--posts: 100 broadcast posts at a channel's size limit (64 KiB) answering one query at limit=100, so
+each answer cuts 100 snippets from 64 KiB texts (hub_search.selectors.snippet): the match near the
+end of each, the words short (the most words a post holds), ASCII and beyond; and issue 24's attack,
+the longest phrase a query holds over posts of one word repeated. The figure is the best of 5.
 """
 
 from __future__ import annotations
@@ -185,10 +191,56 @@ def run(*, rows: int) -> list[Row]:
     return [measure(actor, queries(), note=f"{rows:,} tasks + {rows:,} messages, PostgreSQL")]
 
 
+POSTS = 100
+_POST_CASES = (  # name, the word the posts repeat, what is near their end, the query
+    ("a match near the end of the indexed words, short words", "ab", "Needle", "needle"),
+    ("a match near the end of the indexed words, words beyond ASCII", "été", "Aiguille", "aiguille"),
+    ("the 249-word phrase of issue 24 over posts of its one word", "a", "", '"' + " ".join(["a"] * 249) + '"'),
+)
+
+
+def at_the_size_limit(word: str, near_the_end: str) -> str:
+    """The word repeated to the size limit, `near_the_end` ten words before the last word the index
+    holds (hub_search.query.WORDS_INDEXED) or the text's end."""
+    from hub_channels.limits import MESSAGE_BYTES_DEFAULT
+    from hub_search.query import WORDS_INDEXED
+
+    count = (MESSAGE_BYTES_DEFAULT - len(f"{near_the_end} ".encode())) // len(f"{word} ".encode())
+    words = [word] * count
+    if near_the_end:
+        words.insert(min(count, WORDS_INDEXED) - 10, near_the_end)
+    return " ".join(words)
+
+
+def posts(*, note: str) -> None:
+    """Each case in a network of its own: POSTS posts at the size limit, then the query 5 times."""
+    from hub_agents.services import network_create, token_authenticate, token_create
+    from hub_channels.services import channel_create, channel_post
+    from hub_search.selectors import search_run
+
+    for number, (name, word, near_the_end, query) in enumerate(_POST_CASES):
+        network, _ = network_create(name=f"search-posts-{number}", by="bench")
+        actor = token_authenticate(raw=token_create(network=network, name="searcher", by="bench")[1])
+        channel = channel_create(actor=actor, name="news", alias="lead", type="broadcast")
+        text = at_the_size_limit(word, near_the_end)
+        for _ in range(POSTS):
+            channel_post(actor=actor, channel_id=channel["channel_id"], alias="lead", content=text)
+        took = []
+        for _ in range(5):
+            started = time.perf_counter()
+            found = search_run(actor=actor, query=query, limit=POSTS)
+            took.append(time.perf_counter() - started)
+        print(
+            f"search, {len(found)} hits of {len(text.encode()):,}-byte posts, limit {POSTS} ({note}): "
+            f"{min(took) * 1000:.0f} ms, {name}"
+        )
+
+
 def _standalone() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="tasks, and as many messages (default 1M)")
     parser.add_argument("--sqlite", action="store_true", help="the embedded default (a fresh SQLite file)")
+    parser.add_argument("--posts", action="store_true", help=f"only {POSTS} hits of posts at the size limit")
     args = parser.parse_args()
     if args.sqlite:
         path = Path(tempfile.gettempdir()) / "commhub_bench_search.sqlite3"
@@ -209,6 +261,9 @@ def _standalone() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if args.posts:
+        posts(note="SQLite FTS5" if args.sqlite else "PostgreSQL")
+        return
     if args.sqlite:
         from hub_agents.services import network_create, token_authenticate, token_create
 

@@ -33,10 +33,21 @@ _ITEM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
 
 
 def fold(word: str) -> str:
-    """Lower-case, accents dropped (é → e): NFKD splits them off as combining marks."""
+    """Lower-case, accents dropped (é → e): NFKD splits them off as combining marks. Character by
+    character, so words joined by a separator fold as each would (search snippets fold a text's words
+    at once): the marks are found among the distinct characters and each is dropped in one pass."""
     lowered = unicodedata.normalize("NFKD", word).lower()  # lower-cased after: NFKD can make capitals (U+03D2)
-    kept = "".join(ch for ch in unicodedata.normalize("NFKD", lowered) if not unicodedata.combining(ch))
+    kept = unicodedata.normalize("NFKD", lowered)
+    marks = [ch for ch in set(kept) if unicodedata.combining(ch)] if not kept.isascii() else []
+    if len(marks) > _MARKS_REPLACED:
+        kept = kept.translate(dict.fromkeys(map(ord, marks)))
+    else:
+        for mark in marks:
+            kept = kept.replace(mark, "")
     return kept.replace("\u03c2", "\u03c3")  # FTS5 folds a final sigma to a sigma; PostgreSQL does not
+
+
+_MARKS_REPLACED = 16  # more distinct marks than this: one translate pass rather than a pass each
 
 
 def words(text: str) -> list[str]:

@@ -9,8 +9,11 @@ cut here, in Python, from the same words the index holds, so both engines show t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from django.utils import timezone
@@ -20,7 +23,7 @@ from hub_channels.selectors import posts_past_age
 from hub_core.errors import invalid_argument
 from hub_core.formats import timestamp
 from hub_search import engines
-from hub_search.query import WORD, Phrase, Query, fold, parse
+from hub_search.query import WORD, WORDS_INDEXED, Phrase, Query, fold, parse
 from hub_search.sources import KINDS
 
 LIMIT_DEFAULT = 20
@@ -100,44 +103,131 @@ def _without_aged_posts(entries: list[Any]) -> list[Any]:
     return [entry for entry in entries if entry.post_id not in gone]
 
 
-@dataclass(frozen=True)
-class _Word:
-    start: int
-    end: int
-    folded: str
-
-
 def snippet(text: str, query: Query) -> str:
-    """SNIPPET_WORDS words of the text around its first match, every matching word «marked»."""
-    found = [_Word(m.start(), m.end(), fold(m.group())) for m in WORD.finditer(text)]
-    marked = sorted({i for phrase in query.wanted for i in _matches(found, phrase)})
-    if not found:
+    """SNIPPET_WORDS words of the text around its first match, every matching word «marked».
+
+    Bounded work whatever the text and the query (issue 24): the first match is found by string search
+    (linear, in C) over the text's folded words, never by comparing each place in the text with each
+    phrase in Python; only the words around it are tokenised again, to mark what matches in view."""
+    words = _Words(text)
+    hit = words.first_hit(query.wanted)
+    first = max(0, hit - SNIPPET_LEAD) if hit is not None else 0
+    reach = max(len(phrase.words) for phrase in query.wanted)  # a phrase in view may begin before it
+    since = max(0, first - reach + 1)
+    view = list(islice(WORD.finditer(text, words.offset(since)), first + SNIPPET_WORDS + reach - since))
+    if not view:
         return ""
-    first = max(0, (marked[0] if marked else 0) - SNIPPET_LEAD)
-    last = min(len(found), first + SNIPPET_WORDS) - 1
-    start = found[first].start if first else 0
-    end = found[last].end if last < len(found) - 1 else len(text)
+    last = min(first + SNIPPET_WORDS, since + len(view)) - 1
+    marked = _marked(view, since, query, first, last)
+    start = view[first - since].start() if first else 0
+    end = view[last - since].end() if since + len(view) - 1 > last else len(text)
     pieces: list[str] = ["…" if start else ""]
     cursor = start
-    for i in (i for i in marked if first <= i <= last):
-        pieces += [_plain(text[cursor : found[i].start]), MARK_OPEN, _plain(text[found[i].start : found[i].end])]
-        pieces.append(MARK_CLOSE)
-        cursor = found[i].end
+    for i in marked:
+        word = view[i - since]
+        pieces += [_plain(text[cursor : word.start()]), MARK_OPEN, _plain(word.group()), MARK_CLOSE]
+        cursor = word.end()
     pieces += [_plain(text[cursor:end]), "…" if end < len(text) else ""]
     return " ".join("".join(pieces).split())
 
 
-def _matches(found: list[_Word], phrase: Phrase) -> list[int]:
-    """The positions of every word of every place the phrase occurs."""
-    size = len(phrase.words)
-    hits: list[int] = []
-    for i in range(len(found) - size + 1):
-        window = [word.folded for word in found[i : i + size]]
-        exact, last = window[:-1] == list(phrase.words[:-1]), window[-1]
-        wanted_last = phrase.words[-1]
-        if exact and (last.startswith(wanted_last) if phrase.prefix else last == wanted_last):
-            hits += range(i, i + size)
-    return hits
+def _marked(view: list[re.Match[str]], since: int, query: Query, first: int, last: int) -> list[int]:
+    """The positions from first to last of every word of every place a wanted phrase occurs."""
+    folded = _joined(fold(_SEPARATOR.join(word.group() for word in view)), _SEPARATOR)
+    marked: set[int] = set()
+    for phrase in query.wanted:
+        for at in _places(folded, phrase, _SEPARATOR):
+            marked.update(range(max(first, since + at), min(last, since + at + len(phrase.words) - 1) + 1))
+    return sorted(marked)
+
+
+# Words joined for string search: each after one separator, the last before one.
+_SEPARATOR = "\x00"  # never in a folded word (fold of a word may hold a space: ﷺ)
+_ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
+# A text beyond ASCII is tokenised by the regular expression up to this many words: twice the words
+# the index holds, so its match is always in them (a word the index leaves out is over 100 characters).
+SCANNED_WORDS = 2 * WORDS_INDEXED
+_CHUNK = 4_096
+
+
+def _joined(folded: str, separator: str) -> str:
+    return separator + folded + separator
+
+
+def _needle(phrase: Phrase, separator: str) -> str:
+    needle = _joined(separator.join(phrase.words), separator)
+    return needle[: -len(separator)] if phrase.prefix else needle
+
+
+def _places(joined: str, phrase: Phrase, separator: str) -> Iterator[int]:
+    """Where the phrase occurs in the joined words (word positions, overlapping places too)."""
+    needle = _needle(phrase, separator)
+    at = joined.find(needle)
+    while at >= 0:
+        yield joined.count(separator, 0, at)
+        at = joined.find(needle, at + 1)
+
+
+class _Words:
+    """A text's words, folded as the index folds them (hub_search.query.fold), for string search."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # An ASCII text (the most) mapped character for character, in C: its words lower-cased,
+        # anything else a space. None beyond ASCII.
+        self._ascii = text.translate(_ASCII_WORDS) if text.isascii() else None
+        self._hit: tuple[int, int] | None = None  # the first hit's word position and offset, if known
+        self._chunks: list[tuple[int, int]] = [(0, 0)]  # each chunk's first word and offset (_scanned)
+
+    def first_hit(self, phrases: tuple[Phrase, ...]) -> int | None:
+        """The position of the first word of the earliest place any phrase occurs, if one does."""
+        separator, joined, one_to_one = self._joined()
+        hits = [at for phrase in phrases if (at := joined.find(_needle(phrase, separator))) >= 0]
+        if not hits:
+            return None
+        at = min(hits)
+        position = joined.count(separator, 0, at)
+        if one_to_one is not None:  # the joined words are the mapped text's, one separator each
+            self._hit = (position, one_to_one + at)
+        return position
+
+    def _joined(self) -> tuple[str, str, int | None]:
+        """The folded words, each after a separator, the last before one; and if they are the mapped
+        text as it is (one space between words), where they begin in it."""
+        if self._ascii is None:
+            return _SEPARATOR, _joined(fold(_SEPARATOR.join(self._scanned())), _SEPARATOR), None
+        words = self._ascii.strip(" ")
+        if "  " in words:
+            return " ", _joined(" ".join(words.split()), " "), None
+        return " ", _joined(words, " "), len(self._ascii) - len(self._ascii.lstrip(" "))
+
+    def _scanned(self) -> list[str]:
+        """The first SCANNED_WORDS words of a text beyond ASCII, found a chunk at a time; each chunk's
+        offset and first word kept, so a word's offset is found in its chunk (offset())."""
+        found: list[str] = []
+        at = 0
+        while at < len(self.text) and len(found) < SCANNED_WORDS:
+            end = min(len(self.text), at + _CHUNK)
+            straddling = WORD.match(self.text, end)  # the chunk ends after the word it cuts
+            end = straddling.end() if straddling else end
+            self._chunks.append((len(found), at))
+            found += WORD.findall(self.text, at, end)
+            at = end
+        return found[:SCANNED_WORDS]
+
+    def offset(self, position: int) -> int:
+        """Where the word at this position starts in the text (past its last word: the text's end)."""
+        if self._hit is not None and position <= self._hit[0]:  # back from the hit, a word at a time
+            at = self._hit[1]
+            for _ in range(self._hit[0] - position):
+                at = self._ascii.rfind(" ", 0, at - 1) + 1
+            return at
+        if self._ascii is not None:
+            rest = self._ascii.split(None, position)
+            return len(self.text) - len(rest[-1]) if len(rest) > position else len(self.text)
+        first, start = self._chunks[bisect_right(self._chunks, (position, len(self.text))) - 1]
+        word = next(islice(WORD.finditer(self.text, start), position - first, None), None)
+        return word.start() if word else len(self.text)
 
 
 def _plain(text: str) -> str:
