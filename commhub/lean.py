@@ -26,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from typing import Any
 
 from django.conf import settings
-from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.core.handlers.exception import response_for_exception
-from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import resolve
@@ -126,15 +127,29 @@ async def _view_response(request: HttpRequest) -> HttpResponseBase:
 
 
 async def _send(response: HttpResponseBase, send: Send) -> None:
+    """The answer as Django's handler sends it (ASGIHandler.send_response): its cookies as Set-Cookie
+    headers, a streamed one through the response's own iterator (sync or async: a file's too), closed
+    however it ended; then response.close(), on the pool: it runs the response's closers (a file's
+    close, a generator's), which may block, and sends request_finished, whose close_old_connections
+    then closes what that pool thread holds, as in_pool does after every view."""
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
-    if not isinstance(response, StreamingHttpResponse):
-        body = response.content
-        if "Content-Length" not in response:
-            headers.append((b"content-length", str(len(body)).encode("ascii")))
+    headers += [
+        (b"set-cookie", cookie.output(header="").encode("ascii").strip()) for cookie in response.cookies.values()
+    ]
+    try:
+        if not response.streaming:
+            body = response.content
+            if "Content-Length" not in response:
+                headers.append((b"content-length", str(len(body)).encode("ascii")))
+            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if isinstance(response, FileResponse):
+            response.block_size = ASGIHandler.chunk_size  # the server cuts it into frames
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-        return
-    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    async for chunk in response.streaming_content:  # a long-poll's progress events, then its answer
-        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
+        async with aclosing(aiter(response)) as content:  # a long-poll's progress events, then its answer
+            async for chunk in content:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        await in_pool(response.close)
