@@ -27,6 +27,8 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 VERSION_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
+# The query parameter of /mcp that narrows a connection's tools to a profile (hub_tools.profiles).
+TOOLS_QUERY = "tools"
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -133,7 +135,9 @@ def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Exchange:
-    """What a method handler may know of the request it answers: its protocol version and era."""
+    """What a method handler may know of the request it answers: its protocol version and era, and
+    the tool profile its URL asks for (`/mcp?tools=agent`), if any."""
 
     version: str
     modern: bool
+    tools: str | None = None

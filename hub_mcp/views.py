@@ -51,6 +51,7 @@ from hub_mcp.protocol import (
     NAME_HEADER,
     PARSE_ERROR,
     PROTOCOL_VERSION_META,
+    TOOLS_QUERY,
     UNAUTHORIZED,
     VERSION_HEADER,
     Exchange,
@@ -181,13 +182,16 @@ def _respond(request: HttpRequest) -> HttpResponse:
     except RpcError as fault:
         return _fault(fault, 400)
     version = request.headers.get(VERSION_HEADER)
+    tools = request.GET.get(TOOLS_QUERY)  # the connection's tool profile, if it narrows its token's
     try:
         actor = _authenticate(request.headers.get("Authorization"))
         if version in MODERN_VERSIONS:
-            return _modern(request, body, version, actor)
+            return _modern(request, body, Exchange(version=version, modern=True, tools=tools), actor)
         if version is not None and version not in HANDSHAKE_VERSIONS:
             return _fault(unsupported_version(version), 400)
-        return _handshake(body, version or DEFAULT_HEADERLESS_VERSION, actor)
+        return _handshake(
+            body, Exchange(version=version or DEFAULT_HEADERLESS_VERSION, modern=False, tools=tools), actor
+        )
     except Unauthorized as refusal:
         challenge = WWW_AUTHENTICATE + (', error="invalid_token"' if refusal.invalid_token else "")
         first_id = body.get("id") if isinstance(body, dict) else None
@@ -243,20 +247,21 @@ def _require_actor(message: Message, actor: Actor | None) -> None:
         )
 
 
-def _handshake(body: Any, version: str, actor: Actor | None) -> HttpResponse:
+def _handshake(body: Any, exchange: Exchange, actor: Actor | None) -> HttpResponse:
     """The 2024-11-05 … 2025-11-25 era: one message, or a batch where the version allows it."""
     batch = isinstance(body, list)
-    if batch and version not in BATCH_VERSIONS:
-        return _fault(RpcError(INVALID_REQUEST, f"JSON-RPC batches are not accepted in protocol {version}."), 400)
+    if batch and exchange.version not in BATCH_VERSIONS:
+        fault = RpcError(INVALID_REQUEST, f"JSON-RPC batches are not accepted in protocol {exchange.version}.")
+        return _fault(fault, 400)
     if batch and not body:
         return _fault(RpcError(INVALID_REQUEST, "Invalid request: empty batch."), 400)
     if batch:
         with no_waiting():  # a batch runs once: a waiting get_inbox in it answers at once
-            return _handshake_messages(body, version, actor, batch=True)
-    return _handshake_messages([body], version, actor, batch=False)
+            return _handshake_messages(body, exchange, actor, batch=True)
+    return _handshake_messages([body], exchange, actor, batch=False)
 
 
-def _handshake_messages(messages: list[Any], version: str, actor: Actor | None, *, batch: bool) -> HttpResponse:
+def _handshake_messages(messages: list[Any], exchange: Exchange, actor: Actor | None, *, batch: bool) -> HttpResponse:
     checked: list[Message | RpcError] = []
     for raw in messages:
         message = Message(raw if isinstance(raw, dict) else {})
@@ -272,7 +277,6 @@ def _handshake_messages(messages: list[Any], version: str, actor: Actor | None, 
         _require_actor(message, actor)
         checked.append(message)
 
-    exchange = Exchange(version=version, modern=False)
     replies = []
     for item in checked:
         if isinstance(item, RpcError):
@@ -294,7 +298,7 @@ def _reply(message: Message, exchange: Exchange, actor: Actor | None) -> dict[st
         return error_response(message.id, fault)
 
 
-def _modern(request: HttpRequest, body: Any, version: str, actor: Actor | None) -> HttpResponse:
+def _modern(request: HttpRequest, body: Any, exchange: Exchange, actor: Actor | None) -> HttpResponse:
     """The 2026-07-28 era: one self-contained request per POST, headers agreeing with the body."""
     if not isinstance(body, dict):
         return _fault(RpcError(INVALID_REQUEST, "Body must be a single JSON-RPC request or notification."), 400)
@@ -308,9 +312,9 @@ def _modern(request: HttpRequest, body: Any, version: str, actor: Actor | None) 
     if not message.is_request:
         return _fault(RpcError(INVALID_REQUEST, "Body must be a single JSON-RPC request or notification."), 400)
     try:
-        _check_envelope(request, message, version)
+        _check_envelope(request, message, exchange.version)
         _require_actor(message, actor)
-        result = answer(message.method, message.params, Exchange(version=version, modern=True), actor)
+        result = answer(message.method, message.params, exchange, actor)
     except RpcError as fault:
         return _fault(fault, MODERN_ERROR_STATUS.get(fault.code, 200), message.id)
     return _json(response(message.id, result))
