@@ -19,7 +19,9 @@ from hub_mcp.protocol import (
     RpcError,
 )
 from hub_tools import profiles
+from hub_tools.args import SAID_ONCE as SAID_ONCE_ARGUMENTS
 from hub_tools.profiles import NAMES as PROFILE_NAMES
+from hub_tools.schema import SAID_ONCE
 from hub_tools.tool import Tool
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 
@@ -34,15 +36,28 @@ _GUIDE = (
     "send_task(alias, task, from_session=<your own alias>), then follow it with get_task(task_id) or "
     "list_tasks(alias). from_session is how a sender gets its replies: the result, replies and notices about "
     'the task go to that alias\'s inbox; without it the sender is "hub" and they reach no agent. '
-    "send_message(from_session) and send_reply(from_session) take it too. Every tool answers a JSON object "
-    'whose "ok" says whether it worked; on false, "error" says why and "message" what to do next.'
+    "send_message(from_session) and send_reply(from_session) take it too."
 )
 
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+# What tools/list leaves out of every tool (hub_tools.schema.compact_input), said here once.
+_SHARED = (
+    "Arguments many tools share: "
+    + "; ".join(
+        f"{name}: {_lower_first(param.schema['description'].rstrip('.'))}"
+        for name, param in SAID_ONCE_ARGUMENTS.items()
+    )
+    + "."
+)
 _PROFILES = (
     f"tools/list names the tools of this connection's profile ({', '.join(PROFILE_NAMES)}): its token's, or a "
     "narrower one asked for with /mcp?tools=NAME."
 )
-INSTRUCTIONS = f"{_GUIDE} {_PROFILES}"
+INSTRUCTIONS = f"{_GUIDE} {_SHARED} {SAID_ONCE} {_PROFILES}"
 CAPABILITIES = {"tools": {"listChanged": False}}
 # How long a client may cache the tool list or discovery answer. Discovery is the same for every
 # caller; the tool list depends on the token's profile, so it is cached per caller once one is sent.

@@ -67,7 +67,8 @@ logger = logging.getLogger(__name__)
 
 def _json(body: Any, status: int = 200, **headers: str) -> JsonResponse:
     # ASCII-escaped: whatever a client sent and the answer echoes (ids, names), it always encodes.
-    reply = JsonResponse(body, status=status, safe=False)
+    # Without spaces after separators: tools/list is a tenth smaller.
+    reply = JsonResponse(body, status=status, safe=False, json_dumps_params={"separators": (",", ":")})
     for name, value in headers.items():
         reply[name.replace("_", "-")] = value
     return reply

@@ -3,17 +3,29 @@ it gathers) name them instead of restating their descriptions and limits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hub_tasks import limits
 from hub_tools import params as P
 from hub_tools.params import Param
 
-ALIAS = P.identifier("The agent's alias: its display name in the network.", required=True)
-NETWORK_ID = P.identifier(
-    "Network id (net_…). A network token is bound to its network and may omit it; a user token in "
-    "several networks names the one to act in.",
+ALIAS = replace(P.identifier("An agent's name in its network.", required=True), said_once=True)
+NETWORK_ID = replace(
+    P.identifier(
+        "The network to act in (net_…). A network token is bound to its network and may omit it; a user "
+        "token in several networks names the one to act in.",
+    ),
+    said_once=True,
 )
-FROM_SESSION = P.identifier('Who is acting, as others will see it (default "hub").')
-TASK_ID = P.identifier("The task's id (task_id from send_task or list_tasks).", required=True)
+FROM_SESSION = replace(
+    P.identifier('Who is acting, as others will see it: your own alias, so that answers reach you (default "hub").'),
+    said_once=True,
+)
+TASK_ID = replace(
+    P.identifier("A task's id, as sending it answered and its inbox message carries it.", required=True), said_once=True
+)
+# Described once, in the MCP server instructions, instead of on each tool that takes them.
+SAID_ONCE = {"alias": ALIAS, "task_id": TASK_ID, "from_session": FROM_SESSION, "network_id": NETWORK_ID}
 
 
 def limit(what: str, high: int, default: int) -> Param:

@@ -79,40 +79,36 @@ DETAIL = {
 
 def specs() -> list[Tool]:
     ALIAS, NETWORK_ID = A.ALIAS, A.NETWORK_ID
-    CHANNEL_ID = P.identifier("The channel's id (chn_…, from channel_create or channel_list).", required=True)
+    CHANNEL_ID = P.identifier("The channel's id (chn_…).", required=True)
 
     def limit(what: str, high: int) -> Param:
         return P.whole(f"{what} 0: no limit.", low=0, high=high)
 
-    MAX_MEMBERS = limit("At most this many members (a direct channel: always 2).", limits.MEMBERS_MAX)
+    MAX_MEMBERS = limit("At most this many members (direct: 2).", limits.MEMBERS_MAX)
     MAX_BYTES = P.whole(
         f"The largest post, in UTF-8 bytes (default {limits.MESSAGE_BYTES_DEFAULT}).",
         low=1,
         high=limits.MESSAGE_BYTES_MAX,
     )
-    RETENTION_POSTS = limit(
-        "Keep at most this many posts: older ones are deleted as new ones come.", limits.RETENTION_POSTS_MAX
-    )
+    RETENTION_POSTS = limit("Keep at most this many posts, deleting the oldest.", limits.RETENTION_POSTS_MAX)
     RETENTION_SECONDS = limit("Keep posts younger than this many seconds.", limits.RETENTION_SECONDS_MAX)
     return [
         Tool(
             name="channel_create",
             title="Create a channel",
             description=(
-                "Create a channel in the network; you (alias) are its first owner. Types: group (members talk; "
-                "the default), direct (you and exactly one other alias, named in members), broadcast (owners "
-                "post, members receive, anyone in the network reads) and pubsub (agents subscribe with "
-                "channel_join; anyone publishes with channel_post; subscribers receive). Names are unique in "
-                "the network. Limits: max_members, max_message_bytes (at most 1 MiB), and retention by count "
-                "and/or age. Returns the channel with its channel_id."
+                "Create a channel in the network, you (alias) its first owner. Types: group (members talk; the "
+                "default), direct (you and the one alias in members), broadcast (owners post, members receive, "
+                "the network reads), pubsub (subscribers join; anyone posts). Names are unique in the network. "
+                "Returns the channel with its channel_id."
             ),
             params={
-                "name": _name("The channel's name: 1-128 letters, digits, hyphens or underscores."),
+                "name": _name("Letters, digits, hyphens or underscores."),
                 "alias": ALIAS,
                 "type": P.choice("direct, group (default), broadcast or pubsub.", ChannelType.values, default="group"),
                 "description": P.text("What the channel is for.", limits.DESCRIPTION_MAX),
                 "members": P.text_list(
-                    "Aliases that join at once (a direct channel: the one other alias).",
+                    "Aliases that join at once (direct: the other one).",
                     max_items=limits.INITIAL_MEMBERS_MAX,
                     max_len=validate.ID_MAX,
                     unique=True,
@@ -130,10 +126,7 @@ def specs() -> list[Tool]:
         Tool(
             name="channel_list",
             title="List channels",
-            description=(
-                "The channels of your networks by name, each with its type, member count, last position and "
-                "limits; only those an alias belongs to, of one type, or the one with a name."
-            ),
+            description="The channels of your networks by name: type, member count, last position, limits.",
             params={
                 "alias": P.identifier("Only channels this alias is a member of."),
                 "type": P.choice("Only channels of this type.", ChannelType.values),
@@ -150,8 +143,8 @@ def specs() -> list[Tool]:
             name="channel_join",
             title="Join a channel",
             description=(
-                "Join a channel as alias (a pubsub channel: subscribe); its posts are then pushed to your "
-                "/events stream (event channel_post). Refused when the channel is full or direct."
+                "Join a channel as alias (pubsub: subscribe); its posts are then pushed to your /events stream. "
+                "Refused when full or direct."
             ),
             params={"channel_id": CHANNEL_ID, "alias": ALIAS},
             service=channel_join,
@@ -166,7 +159,7 @@ def specs() -> list[Tool]:
         Tool(
             name="channel_leave",
             title="Leave a channel",
-            description="Leave a channel (a pubsub channel: unsubscribe). A direct channel keeps its two members.",
+            description="Leave a channel (pubsub: unsubscribe); a direct channel keeps its two members.",
             params={"channel_id": CHANNEL_ID, "alias": ALIAS},
             service=channel_leave,
             render=_fields,
@@ -180,10 +173,7 @@ def specs() -> list[Tool]:
         Tool(
             name="channel_info",
             title="Get a channel",
-            description=(
-                "A channel's members and roles, its limits, how many posts it keeps and the positions of the "
-                "first kept and the last (read from there with channel_read after)."
-            ),
+            description="A channel's members and roles, limits, posts kept and the positions of the first and last.",
             params={"channel_id": CHANNEL_ID},
             service=channel_info,
             render=_fields,
@@ -194,13 +184,12 @@ def specs() -> list[Tool]:
             name="channel_configure",
             title="Configure a channel",
             description=(
-                "Change a channel's description and limits; what you leave out stays, 0 lifts a limit. By an "
-                "owner of the channel (pass alias) or an owner or admin of the network. A tighter retention "
-                "deletes what falls outside it at once (`removed` says how many)."
+                "Change a channel's description and limits (left out: unchanged; 0 lifts a limit), as a channel "
+                "owner (alias) or a network owner or admin. A tighter retention deletes at once (`removed`)."
             ),
             params={
                 "channel_id": CHANNEL_ID,
-                "alias": P.identifier("The owner acting (network owners and admins may leave it out)."),
+                "alias": P.identifier("The owner acting (a network owner or admin may omit it)."),
                 "description": P.text("What the channel is for.", limits.DESCRIPTION_MAX),
                 "max_members": MAX_MEMBERS,
                 "max_message_bytes": MAX_BYTES,
@@ -216,10 +205,9 @@ def specs() -> list[Tool]:
             name="channel_post",
             title="Post to a channel",
             description=(
-                "Post to a channel as alias: group and direct channels take their members' posts, broadcast "
-                "channels their owners', pubsub channels anyone's (publish). The post gets the channel's next "
-                "position (seq) and is pushed to the other members (event channel_post; long content cut "
-                "short there, read it whole with channel_read). At most the channel's max_message_bytes."
+                "Post to a channel as alias (group and direct: members; broadcast: owners; pubsub: anyone). The "
+                "post gets the next position (seq) and is pushed to the other members. At most the channel's "
+                "max_message_bytes."
             ),
             params={
                 "channel_id": CHANNEL_ID,
@@ -243,16 +231,15 @@ def specs() -> list[Tool]:
             name="channel_read",
             title="Read a channel",
             description=(
-                "A channel's posts, oldest first: those after position `after` (pass back next_after to page: "
-                "nothing is lost or repeated) and/or created after `since` (ISO 8601; a bad time is refused). "
-                "Members read (a broadcast channel: anyone in the network). Posts retention deleted are gone: "
-                "first_seq is the oldest kept."
+                "A channel's posts, oldest first, after position `after` (page with next_after: nothing lost or "
+                "repeated) and/or since a time. Members read (broadcast: the whole network); first_seq is the "
+                "oldest kept."
             ),
             params={
                 "channel_id": CHANNEL_ID,
-                "alias": P.identifier("The member reading (a broadcast channel anyone in the network reads)."),
+                "alias": P.identifier("The member reading."),
                 "after": P.whole("Only posts after this position (seq).", low=0, high=limits.SEQ_MAX),
-                "since": P.moment("Only posts created after this time, e.g. 2026-04-12T10:00:00Z."),
+                "since": P.moment("Only posts created after this ISO 8601 time."),
                 "limit": A.limit("posts", limits.POSTS_LIMIT_MAX, limits.POSTS_LIMIT_DEFAULT),
             },
             service=channel_posts,

@@ -28,6 +28,9 @@ class Param:
     schema: Schema
     parse: Parser
     required: bool = False
+    # An argument many tools share (hub_tools.args): the MCP server instructions describe it once and
+    # tools/list leaves its description out; the OpenAPI schema keeps it on every operation.
+    said_once: bool = False
 
     @property
     def kind(self) -> str:

@@ -94,3 +94,52 @@ _REFUSAL: dict[str, Schema] = {
 
 def result(**properties: Schema) -> Schema:
     return {"type": "object", "properties": {**_REFUSAL, **properties}, "required": ["ok"]}
+
+
+# --- the MCP catalogue: compact ------------------------------------------------------------------
+# tools/list reaches every agent's context before it does anything, so it says each rule once: the
+# rules every text argument shares are in the MCP server instructions (SAID_ONCE), not in a pattern on
+# each of them, and so is the refusal shape every result shares. The specs keep them all, and the
+# OpenAPI schema (hub_api) publishes them whole; every call is checked against them (Tool.execute).
+
+SAID_ONCE = (
+    "Text arguments never hold NUL; a required one must not be blank; an unknown argument is refused. "
+    'Every result is a JSON object whose "ok" says whether the call worked; on false, "error" says why, '
+    '"code" is a stable machine code, "message" says what to do next and "field" names a bad argument; '
+    '"warning", when present, is something worth knowing that did not stop the call.'
+)
+_SAID_ONCE_PATTERNS = frozenset({NO_NUL, NOT_BLANK, STRING_ARRAY_JSON})
+
+
+def compact_input(schema: Schema, *, describe: bool = True) -> Schema:
+    """An argument's schema as tools/list publishes it: every limit but the patterns said once."""
+    compact: Schema = {}
+    for key, value in schema.items():
+        if key == "pattern" and value in _SAID_ONCE_PATTERNS:
+            continue
+        if key == "description" and not (describe and value):
+            continue
+        compact[key] = compact_input(value, describe=False) if key == "items" else value
+    return compact
+
+
+def compact_output(schema: Schema) -> Schema:
+    """A result's schema as tools/list publishes it: the types of what the tool answers, `ok` first,
+    without the refusal fields every result shares (said once) or descriptions."""
+    own = {name: _types(value) for name, value in schema["properties"].items() if name not in _REFUSAL}
+    return {**schema, "properties": {"ok": {"type": "boolean"}, **own}}
+
+
+def _types(schema: Schema) -> Schema:
+    """A schema without its descriptions (keys named "description" among `properties` are fields, kept)."""
+    bare: Schema = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key == "properties":
+            bare[key] = {name: _types(field) for name, field in value.items()}
+        elif key == "items" and isinstance(value, dict):
+            bare[key] = _types(value)
+        else:
+            bare[key] = value
+    return bare

@@ -20,7 +20,7 @@ _KINDS_PATTERN = f"^\\s*({'|'.join(KINDS)})\\s*(,\\s*({'|'.join(KINDS)})\\s*)*$"
 
 def _kinds() -> Param:
     published = {
-        **schema.string(f"Only these kinds, separated by commas: {', '.join(KINDS)} (default: all).", max_length=100),
+        **schema.string(f"Only these kinds, comma-separated: {', '.join(KINDS)} (default: all).", max_length=100),
         "pattern": _KINDS_PATTERN,
     }
     return Param(published, kinds_parse)
@@ -36,23 +36,20 @@ def specs() -> list[Tool]:
             name="search",
             title="Search",
             description=(
-                "Full-text search over the tasks (text, context, result), messages, completions and channel "
-                'posts of your networks, best match first. Syntax: words (all must appear), "a phrase", '
-                '-word or -"a phrase" to leave out, prefix* (at least 2 letters). Matching ignores case and '
-                "accents; punctuation "
-                f"separates words. Each result has a snippet with the matching words between {MARK_OPEN} and "
-                f"{MARK_CLOSE}. Ranking looks at the newest 200 matches: add words, alias or since to reach "
-                "further back."
+                "Full-text search over the tasks, messages, completions and channel posts of your networks, "
+                'best match first. Syntax: words (all must appear), "a phrase", -word or -"a phrase" to leave '
+                "out, prefix* (2 letters or more); case and accents are ignored, punctuation splits words. "
+                f"Snippets mark matches {MARK_OPEN}like this{MARK_CLOSE}. Ranking looks at the newest 200 "
+                "matches: add words, alias or since to reach further back."
             ),
             params={
                 "query": P.text("What to look for (see the syntax above).", QUERY_MAX, required=True),
                 "kinds": _kinds(),
                 "alias": P.identifier(
-                    "Only what concerns this agent: a task's agent, a message's recipient, a completion's "
-                    "reporter, the posts of the channels it is in and its own. A channel that is not broadcast "
-                    "is searched only by naming one of its members here, as channel_read reads it."
+                    "Only what concerns this agent (its tasks, messages, completions, channels' posts); a "
+                    "channel that is not broadcast is searched only by naming one of its members."
                 ),
-                "since": P.moment("Only what was written at or after this ISO 8601 time, e.g. 2026-04-12T10:00:00Z."),
+                "since": P.moment("Only what was written at or after this ISO 8601 time."),
                 "network_id": A.NETWORK_ID,
                 "limit": A.limit("results", LIMIT_MAX, LIMIT_DEFAULT),
             },

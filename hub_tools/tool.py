@@ -25,7 +25,7 @@ from hub_tools.approvals import Held, approval_gate, approvals_expire_due
 from hub_tools.models import GATEABLE_TOOLS
 from hub_tools.params import Param
 from hub_tools.ratelimit import write_rate_check
-from hub_tools.schema import Schema
+from hub_tools.schema import Schema, compact_input, compact_output
 
 # Versions before 2025-06-18 know neither tool titles nor output schemas.
 _TITLES_SINCE = "2025-06-18"
@@ -70,23 +70,29 @@ class Tool:
         return {name: param.schema for name, param in self.params.items()}
 
     def definition(self, version: str) -> dict[str, Any]:
+        """The tool as MCP's tools/list publishes it: compact (hub_tools.schema.compact_input), each
+        rule every tool shares said once in the server instructions instead."""
         hints: dict[str, Any] = {"readOnlyHint": self.read_only, "openWorldHint": False}
         if not self.read_only:
             hints |= {"destructiveHint": self.destructive, "idempotentHint": self.idempotent}
+        properties = {name: compact_input(p.schema, describe=not p.said_once) for name, p in self.params.items()}
         definition: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "inputSchema": {
                 "type": "object",
-                "properties": self.input_properties,
+                "properties": properties,
                 "required": list(self.required),
-                "additionalProperties": False,
+                # No additionalProperties: the server instructions say once that an unknown argument is
+                # refused (and Tool.execute refuses it, naming the tool's arguments).
             },
-            "annotations": {**hints, "title": self.title},
+            "annotations": hints,
         }
         if version >= _TITLES_SINCE:
             definition["title"] = self.title
-            definition["outputSchema"] = self.output
+            definition["outputSchema"] = compact_output(self.output)
+        else:  # before titles: the annotations carry it
+            hints["title"] = self.title
         return definition
 
     def execute(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> Any:

@@ -91,7 +91,7 @@ def _build() -> list[Tool]:
     offline = duration(settings.COMMHUB_OFFLINE_AFTER_SECONDS)
     retry_ttl = duration(int(limits.RETRY_TTL.total_seconds()), one="")
     ALIAS, NETWORK_ID, FROM_SESSION, TASK_ID, AT_MOST = A.ALIAS, A.NETWORK_ID, A.FROM_SESSION, A.TASK_ID, A.AT_MOST
-    SCORE = P.number(f"Self-assessed quality, 0 to {agent_limits.SCORE_MAX}.", low=0, high=agent_limits.SCORE_MAX)
+    SCORE = P.number("Self-assessed quality.", low=0, high=agent_limits.SCORE_MAX)
     SESSION_STATUS = P.choice(f"Filter by status; offline means no heartbeat for {offline}.", SessionStatus.values)
     SERVER_FILTER = P.identifier("Only sessions that reported this `server`.")
 
@@ -113,14 +113,14 @@ def _build() -> list[Tool]:
             name="report_status",
             title="Report status (heartbeat)",
             description=(
-                "Report this agent's status; it doubles as the heartbeat, so call it about every 3 minutes "
-                f"and whenever your status changes. Sessions silent for {offline} read as offline. Reporting "
-                "`working` with `task` set to a task_id (or its exact text) marks that task running. Needs a "
-                "network token. Returns inbox_count: how many messages wait for you (fetch them with get_inbox)."
+                "Your status, and your heartbeat: call it about every 3 minutes and when your status changes "
+                f"(silent for {offline}, a session reads offline). `working` with `task` = a task_id (or its "
+                "exact text) marks that task running. Needs a network token. Returns inbox_count: messages "
+                "waiting for you (get_inbox fetches them)."
             ),
             params={
                 "resume_id": P.identifier(
-                    "Stable id of this agent session; a new one replaces the alias's old session.", required=True
+                    "Stable id of this session; a new one replaces the alias's old session.", required=True
                 ),
                 "alias": ALIAS,
                 "status": P.choice("Your status now.", SessionStatus.values, required=True),
@@ -131,7 +131,7 @@ def _build() -> list[Tool]:
                 ),
                 "score": SCORE,
                 "progress": P.number(
-                    f"Progress of the current task, 0 to {agent_limits.PROGRESS_MAX}.",
+                    "Progress of the current task.",
                     low=0,
                     high=agent_limits.PROGRESS_MAX,
                 ),
@@ -141,9 +141,7 @@ def _build() -> list[Tool]:
                 "project_dir": P.text("Working directory.", agent_limits.PATH_MAX),
                 "version": P.identifier("Agent version."),
                 "tmux_name": P.identifier("tmux session name."),
-                "node_id": P.identifier(
-                    "Stable id of the machine; with it, model/node_name/runtime are kept per node."
-                ),
+                "node_id": P.identifier("Stable machine id; with it, model/node_name/runtime are kept per node."),
                 "session_id": P.identifier("The runtime's own session or thread id."),
                 "config_path": P.text("Configuration file path.", agent_limits.PATH_MAX),
                 "channels": P.json_text_list(
@@ -152,12 +150,12 @@ def _build() -> list[Tool]:
                 "model": P.identifier("AI model name."),
                 "node_name": P.identifier("Display name of the node (stored only with node_id)."),
                 "skills": skills(
-                    "What you can do, as short lower-case tags (e.g. python, code-review): open tasks that "
-                    "need them are offered to you (list_open_tasks). Left out: unchanged; []: none."
+                    "What you can do, as lower-case tags (python, code-review): open tasks needing them are "
+                    "offered to you. Left out: unchanged; []: none."
                 ),
                 "max_concurrent": P.whole(
-                    "At most this many tasks held at once (acked or running, claimed or sent to you): claim_task "
-                    "refuses more. Left out: unchanged.",
+                    "At most this many tasks held at once (acked or running); claim_task refuses more. Left out: "
+                    "unchanged.",
                     low=1,
                     high=agent_limits.CONCURRENT_MAX,
                 ),
@@ -173,17 +171,16 @@ def _build() -> list[Tool]:
             name="report_completion",
             title="Report a completed task",
             description=(
-                "Report that you finished a task: records the result, marks the task replied (pass its "
-                "task_id as `task`; an exact task text also matches your latest open task with that text), "
-                "sets you idle, and if the task was a subtask, sends the result up the chain to whoever sent "
-                "the parent task. Returns completion_id and the task_id it closed (null, with a warning, if "
-                "none matched)."
+                "Report a finished task: records the result, marks the task replied (`task`: its task_id; its "
+                "exact text matches your latest open task with it), sets you idle, and sends a subtask's result "
+                "up the chain to the parent task's sender. Returns completion_id and the task_id it closed "
+                "(null, with a warning, if none matched)."
             ),
             params={
                 "alias": ALIAS,
-                "task": P.text("The task_id you completed (recommended), or the task's exact text.", required=True),
+                "task": P.text("The task_id (recommended), or the task's exact text.", required=True),
                 "result": P.text(
-                    f"Summary of the result; tasks keep the first {limits.STORED_RESULT_MAX} characters.",
+                    f"The result; the task keeps its first {limits.STORED_RESULT_MAX} characters.",
                     limits.RESULT_MAX,
                     required=True,
                 ),
@@ -202,16 +199,13 @@ def _build() -> list[Tool]:
             name="get_inbox",
             title="Get inbox",
             description=(
-                "Fetch the messages waiting for an alias, high priority first, then oldest first. Each has an "
-                "id, a type (task, message, reply, broadcast, chained_reply, notice), the content and who sent "
-                "it, and delivered_at: when it first reached you. Work on `task` and `broadcast` messages; "
-                "acknowledge each with ack_inbox so it is not delivered again. With wait_seconds, an empty "
-                "inbox answers as soon as a message arrives "
-                "(or empty when the time is up): poll with wait_seconds=30 instead of sleeping. Keep "
-                "wait_seconds a few seconds under your client's tool-call timeout (e.g. 3 if calls time out "
-                "after 5 s); a call cut off by it returns nothing (the messages stay in the inbox). A client "
-                "that sends a progressToken and accepts text/event-stream gets progress every few seconds "
-                "while it waits, which keeps alive a timeout that restarts on progress."
+                "Messages waiting for alias, high priority first, then oldest: id, type (task, message, reply, "
+                "broadcast, chained_reply, notice), content, sender, delivered_at. Act on task and broadcast "
+                "messages; ack_inbox each so it is not delivered again. With wait_seconds an empty inbox answers "
+                "when a message arrives (or empty when the time is up): poll with wait_seconds=30 instead of "
+                "sleeping, a few seconds under your client's tool-call timeout (a call cut off returns nothing; "
+                "the messages stay). A client that sends a progressToken and accepts text/event-stream gets "
+                "progress while it waits."
             ),
             params={
                 "alias": ALIAS,
@@ -235,13 +229,13 @@ def _build() -> list[Tool]:
             name="ack_inbox",
             title="Acknowledge an inbox message",
             description=(
-                "Acknowledge a message from get_inbox so it is not delivered again; a task message moves its "
-                "task from delivered to acked. To answer the sender use send_reply or report_completion."
+                "Acknowledge a get_inbox message so it is not delivered again; a task message moves its task "
+                "from delivered to acked. Answer with send_reply or report_completion."
             ),
             params={
                 "alias": ALIAS,
                 "message_id": P.identifier("The message's id from get_inbox.", required=True),
-                "response": P.text("Accepted for compatibility and not stored; use send_reply to answer."),
+                "response": P.text("Accepted, not stored; send_reply answers."),
             },
             service=inbox_ack,
             render=R.acknowledged,
@@ -252,10 +246,9 @@ def _build() -> list[Tool]:
             name="send_task",
             title="Send a task",
             description=(
-                "Dispatch a task to an agent's inbox; the receiving agent will act on it. Delivered at once, "
-                "expires if nobody picks it up within ttl_seconds. Sending to an alias that has not reported "
-                "yet is accepted with a warning. Pass client_request_id to make retries of this call safe: a "
-                "repeat returns the first task. Returns task_id (= message_id) and the receiver's status."
+                "Send a task to an agent's inbox: it acts on it. Expires unless picked up within ttl_seconds. "
+                "An alias that never reported is accepted with a warning. client_request_id makes retries safe: "
+                "a repeat returns the first task. Returns task_id (= message_id) and the receiver's status."
             ),
             params={
                 "alias": ALIAS,
@@ -265,64 +258,54 @@ def _build() -> list[Tool]:
                 "from_session": FROM_SESSION,
                 "ttl_seconds": P.whole("Seconds the task may wait to be picked up.", low=1, high=limits.TTL_MAX),
                 "network_id": NETWORK_ID,
-                "parent_task_id": P.identifier("The task this one is a subtask of; its result goes up the chain."),
+                "parent_task_id": P.identifier("The parent task: this one's result goes up the chain."),
                 "client_request_id": P.identifier("Your idempotency key for this send."),
                 "lease_seconds": P.whole(
-                    "Once the agent acks or starts the task, it holds it on a lease of this many seconds, "
-                    "renewed by any call it makes (report_status, get_inbox, ack_inbox, send_ack, "
-                    "report_completion). If it stays silent longer, on_lost applies. Default: the network's "
-                    "default lease, else none.",
+                    "Once acked or started, the agent holds the task on this lease, renewed by each of its calls; "
+                    "silent longer, on_lost applies. Default: the network's default lease, else none.",
                     low=1,
                     high=limits.LEASE_MAX,
                 ),
                 "on_lost": P.choice(
-                    "When the lease lapses: requeue (default) delivers the task to the same agent again as a "
-                    "new attempt; fail fails it (then retried while max_attempts allows). The sender gets a "
-                    "notice either way.",
+                    "When the lease lapses: requeue (default) delivers it again to the same agent; fail fails it "
+                    "(retried while max_attempts allows). The sender is told.",
                     OnLost.values,
                     default=OnLost.REQUEUE,
                 ),
                 "max_attempts": P.whole(
-                    "Deliveries in all, the first included: a failed attempt (send_reply status failed, or a "
-                    "lost lease with on_lost fail) with attempts left is delivered again after a backoff; "
-                    "the last failure leaves the task failed and dead-lettered. Default 1: no retries.",
+                    "Deliveries in all: a failed attempt is retried after a backoff while attempts remain; the "
+                    "last failure dead-letters the task. Default 1: no retries.",
                     low=1,
                     high=limits.ATTEMPTS_MAX,
                     default=1,
                 ),
                 "retry_backoff_seconds": P.whole(
-                    "Wait before the first automatic retry; each next one waits twice as long, up to "
-                    f"{duration(limits.RETRY_DELAY_MAX)}, with random jitter in the upper half.",
+                    f"Wait before the first retry, doubling up to {duration(limits.RETRY_DELAY_MAX)}, with jitter.",
                     low=1,
                     high=limits.RETRY_BACKOFF_MAX,
                     default=limits.RETRY_BACKOFF_DEFAULT,
                 ),
                 "depends_on": P.text_list(
-                    "Ids of tasks (in the same network) this one waits for: it stays created, in no inbox, "
-                    "until every one is replied, then is delivered and its agent woken like any new task.",
+                    "Tasks (same network) to wait for: this one stays created, in no inbox, until all are replied.",
                     max_items=limits.DEPENDS_MAX,
                     max_len=validate.ID_MAX,
                     unique=True,
                 ),
                 "on_dependency_failure": P.choice(
-                    "When a task it depends on ends failed (after its last attempt), cancelled or expired: "
-                    "cancel (default) cancels this one with a reason naming it; run counts it met anyway.",
+                    "If one it depends on ends failed, cancelled or expired: cancel (default) cancels this one; "
+                    "run counts it met.",
                     OnDependencyFailure.values,
                     default=OnDependencyFailure.CANCEL,
                 ),
-                "not_before": P.moment(
-                    "Not delivered before this ISO 8601 time: held created until then; ttl_seconds counts from "
-                    "its delivery."
-                ),
+                "not_before": P.moment("ISO 8601 time before which it is not delivered; ttl_seconds counts from then."),
                 "not_before_seconds": P.whole(
-                    f"The same as not_before, in whole seconds from now (at most {duration(limits.NOT_BEFORE_MAX)}); "
-                    "given both, the later holds.",
+                    "not_before in seconds from now; given both, the later holds.",
                     low=0,
                     high=limits.NOT_BEFORE_MAX,
                 ),
                 "required_skills": skills(
                     f'With alias "{POOL}": an open task any agent with these skills may claim (claim_task); '
-                    "every such agent is woken (new_open_task). It waits in no inbox, and its TTL counts from now."
+                    "they are woken. Its TTL counts from now."
                 ),
             },
             service=task_send,
@@ -333,8 +316,8 @@ def _build() -> list[Tool]:
             name="send_message",
             title="Send a message",
             description=(
-                "Show a message in an agent's inbox. Unlike send_task it asks for no work and the receiving "
-                "agent does not act on it. Returns message_id and the receiver's status."
+                "Show a message in an agent's inbox; unlike send_task it asks for no work. Returns message_id "
+                "and the receiver's status."
             ),
             params={
                 "alias": ALIAS,
@@ -350,9 +333,9 @@ def _build() -> list[Tool]:
             name="send_reply",
             title="Reply to a task or message",
             description=(
-                "Reply to an agent. With in_reply_to set to a task_id, the reply also ends that task with "
-                f"`status` ({reply_outcomes}); a finished task cannot be answered again. The "
-                "receiving agent sees the reply but does not act on it."
+                "Reply to an agent. With in_reply_to = a task_id it also ends that task with "
+                f"`status` ({reply_outcomes}); a finished task cannot be answered again. The receiver does not "
+                "act on a reply."
             ),
             params={
                 "alias": ALIAS,
@@ -370,8 +353,8 @@ def _build() -> list[Tool]:
             name="send_ack",
             title="Acknowledge a task",
             description=(
-                "Acknowledge a task by id without touching any inbox: a created or delivered task becomes "
-                "acked (updated 1); an already acknowledged one is left as it is (updated 0)."
+                "Acknowledge a task by id, touching no inbox: created or delivered becomes acked (updated 1); "
+                "one already acknowledged stays (updated 0)."
             ),
             params={"task_id": TASK_ID, "from_session": FROM_SESSION},
             service=task_ack,
@@ -413,8 +396,8 @@ def _build() -> list[Tool]:
             name="reassign_task",
             title="Reassign a task",
             description=(
-                "Move an unfinished task to another agent: it leaves the old agent's inbox (a running task is "
-                "interrupted) and is delivered afresh to new_alias, keeping its expiry time."
+                "Move an unfinished task to new_alias: it leaves the old agent's inbox (a running task is "
+                "interrupted) and is delivered afresh, keeping its expiry."
             ),
             params={
                 "task_id": TASK_ID,
@@ -435,11 +418,9 @@ def _build() -> list[Tool]:
             name="get_task",
             title="Get a task",
             description=(
-                "Everything about one task: sender, receiver, status, content, context, result, all its "
-                "times (first_read_at: when its agent first fetched it, by get_inbox or its event stream), parent "
-                "task, its lease, retry policy and dead-letter mark, and `events`, the history "
-                "of its status changes. `attempts` lists each delivery (1, 2, ... after retries, requeues or "
-                "reassigns): agent, outcome (lost: its lease lapsed), result, who ended it, when."
+                "One task in full: sender, receiver, status, content, context, result, times, parent, lease, "
+                "retry policy, dead-letter mark; `events`, its history; `attempts`, each delivery (agent, "
+                "outcome, result, who ended it, when)."
             ),
             params={"task_id": TASK_ID},
             service=task_with_history,
@@ -457,15 +438,15 @@ def _build() -> list[Tool]:
             name="list_tasks",
             title="List tasks",
             description=(
-                "The newest tasks, filtered by receiver (alias), status or sender (from_name). `stats` counts "
-                "every task in scope by status, whatever the filters. Use get_task for a task's full record."
+                "The newest tasks, by receiver (alias), status or sender (from_name); `stats` counts every "
+                "task in scope by status, whatever the filters."
             ),
             params={
                 "alias": P.identifier("Only tasks sent to this alias."),
                 "status": P.choice("Only tasks in this status.", TaskStatus.values),
                 "from_name": P.identifier("Only tasks from this sender."),
-                "dead_letter": P.flag("Only dead-lettered tasks: failed after their last automatic retry."),
-                "blocked": P.flag("Only blocked tasks: created, waiting for their dependencies or not_before."),
+                "dead_letter": P.flag("Only tasks failed after their last retry."),
+                "blocked": P.flag("Only tasks waiting for dependencies or not_before."),
                 "network_id": NETWORK_ID,
                 "limit": A.limit("tasks", limits.TASK_LIST_LIMIT_MAX, limits.TASK_LIST_LIMIT_DEFAULT),
             },
@@ -483,16 +464,15 @@ def _build() -> list[Tool]:
             name="get_all_status",
             title="Get all agents' status",
             description=(
-                "Every agent session in scope with its status, task, model, host and last heartbeat "
-                f"(silent for {offline} reads offline), and `summary`, the count by status."
+                "Every agent session in scope: status, task, model, host, last heartbeat (silent for "
+                f"{offline}: offline); `summary` counts them by status."
             ),
             params={
                 "filter_status": SESSION_STATUS,
                 "filter_server": SERVER_FILTER,
                 "network_id": NETWORK_ID,
                 "limit": P.whole(
-                    "At most this many sessions, and `next_cursor` to ask for the next ones (default: every "
-                    "session, as one answer).",
+                    "At most this many sessions, with next_cursor for the rest (default: all at once).",
                     low=1,
                     high=agent_limits.SESSIONS_PAGE_MAX,
                 ),
@@ -532,12 +512,12 @@ def _build() -> list[Tool]:
             name="get_completions",
             title="Get completions",
             description=(
-                "Completion records, newest first: who finished what, the result, artifacts (a JSON array "
-                "string), score and duration. Defaults to the last 24 hours."
+                "Completions, newest first: who finished what, result, artifacts (a JSON array string), score, "
+                "duration. Default: the last 24 hours."
             ),
             params={
                 "alias": P.identifier("Only this agent's completions."),
-                "since": P.moment("ISO 8601 time, e.g. 2026-04-12T10:00:00Z (default: 24 hours ago)."),
+                "since": P.moment("ISO 8601 time (default: 24 hours ago)."),
                 "network_id": NETWORK_ID,
                 "limit": A.limit("", limits.COMPLETIONS_LIMIT_MAX, limits.COMPLETIONS_LIMIT_DEFAULT),
             },
@@ -550,9 +530,8 @@ def _build() -> list[Tool]:
             name="broadcast",
             title="Broadcast",
             description=(
-                "Send a message from the hub to every online agent in the network (optionally only those on "
-                "one server or in one status). Receiving agents act on it like a task. Returns how many "
-                "received it and their message ids."
+                "A message from the hub to every online agent in the network (or those on one server or in one "
+                "status); they act on it like a task. Returns how many got it and the message ids."
             ),
             params={
                 "message": P.text("The message.", required=True),
@@ -569,11 +548,11 @@ def _build() -> list[Tool]:
             name="find_agents",
             title="Find agents by skill",
             description=(
-                "The agent sessions with a skill (and a status), least loaded first: each with its skills, "
-                "max_concurrent, load (tasks it holds, acked or running) and last heartbeat."
+                "Agent sessions with a skill (and a status), least loaded first: skills, max_concurrent, load "
+                "(tasks held) and last heartbeat."
             ),
             params={
-                "skill": P.identifier("Only agents that reported this skill (report_status skills)."),
+                "skill": P.identifier("Only agents that reported this skill."),
                 "status": SESSION_STATUS,
                 "network_id": NETWORK_ID,
             },
@@ -586,8 +565,8 @@ def _build() -> list[Tool]:
             name="list_open_tasks",
             title="List open tasks",
             description=(
-                f'Open tasks in the pool (sent with alias "{POOL}" and required_skills), highest priority '
-                "first, then oldest. With alias, only those that alias's skills cover: what it could claim."
+                f'Open tasks in the pool (sent to alias "{POOL}" with required_skills), highest priority, then '
+                "oldest first; with alias, those its skills cover."
             ),
             params={
                 "alias": P.identifier("Only tasks this agent's reported skills cover."),
@@ -605,9 +584,9 @@ def _build() -> list[Tool]:
             name="claim_task",
             title="Claim an open task",
             description=(
-                "Take an open task from the pool: it is yours (acked, leased if it has a lease) if your skills "
-                "cover its required_skills and you hold fewer tasks than your max_concurrent. Of many "
-                "claimers one wins; the others are told who (task_claimed). Then work it as any task."
+                "Take an open task from the pool if your skills cover its required_skills and you hold fewer "
+                "than max_concurrent tasks: it is yours, acked. Of many claimers one wins; the others get "
+                "task_claimed."
             ),
             params={"task_id": TASK_ID, "alias": ALIAS, "network_id": NETWORK_ID},
             service=task_claim,
@@ -626,10 +605,9 @@ def _build() -> list[Tool]:
             name="ask_operator",
             title="Ask a person",
             description=(
-                "Ask a person a question about the task you are working on, e.g. a decision you may not take "
-                "alone; offer options to choose from, or none for a free answer. The task keeps its status and "
-                "shows as waiting for input on the dashboard; the answer arrives in your inbox as a reply "
-                "about the task (pushed like one). Report status waiting_input while you wait."
+                "Ask a person about the task you work on (a decision you may not take alone), with options or "
+                "none. The task keeps its status and shows waiting for input; the answer arrives in your inbox "
+                "as a reply about the task. Report status waiting_input while you wait."
             ),
             params={
                 "task_id": TASK_ID,
@@ -651,9 +629,8 @@ def _build() -> list[Tool]:
             name="answer_question",
             title="Answer a question",
             description=(
-                "Answer an agent's open question (list_questions shows them), once: the agent receives the "
-                "answer in its inbox as a reply about the task. Any text is accepted, whether or not it is "
-                "one of the options offered."
+                "Answer an agent's open question (list_questions), once: it gets the answer in its inbox as a "
+                "reply about the task. Any text, an offered option or not."
             ),
             params={
                 "question_id": P.identifier("The question's id (question_id).", required=True),
@@ -667,8 +644,7 @@ def _build() -> list[Tool]:
             name="list_questions",
             title="List questions",
             description=(
-                "Questions agents asked of a person: unanswered ones first (oldest first), then the answered, "
-                "newest first; of one task, or only the unanswered."
+                "Questions agents asked a person: unanswered first (oldest first), then answered (newest first)."
             ),
             params={
                 "task_id": P.identifier("Only this task's questions."),
@@ -688,9 +664,8 @@ def _build() -> list[Tool]:
             name="list_approvals",
             title="List approvals",
             description=(
-                "Calls held for approval by the network's rules: pending ones first (oldest first), then the "
-                "decided, newest first; each with the tool and its arguments, who asked, the votes so far and, "
-                "once it ran, its result. A caller follows its own held call here by approval_id."
+                "Calls held by the network's approval rules, pending first (oldest first), then decided (newest "
+                "first): tool, arguments, who asked, votes, and the result once it ran."
             ),
             params={
                 "status": P.choice("Only approvals in this state.", ApprovalStatus.values),
@@ -708,10 +683,9 @@ def _build() -> list[Tool]:
             name="decide_approval",
             title="Approve or reject a held call",
             description=(
-                "Approve or reject a call held for approval (network owners and admins, not its own caller; "
-                "each approver once). A rejection ends it; the approval that completes its tier (one or two "
-                "approvers) runs the call once, as its caller, and returns its result. The caller's alias is "
-                "told the outcome in its inbox."
+                "Approve or reject a held call (network owners and admins, not its caller; each once). A "
+                "rejection ends it; the approval completing its tier runs it once, as its caller, and returns "
+                "its result. The caller's alias is told in its inbox."
             ),
             params={
                 "approval_id": P.identifier("The approval's id (approval_id).", required=True),
@@ -734,9 +708,9 @@ def _build() -> list[Tool]:
             name="get_thread",
             title="Get a task's thread",
             description=(
-                "The conversation about a task, oldest first: the task as sent, each question its agent asked "
-                "a person and the answer, every reply, chained reply (a subtask's result) and notice about it, "
-                "and each completion reported for it. Read it to pick up a task someone else worked on."
+                "A task's conversation, oldest first: the task, its agent's questions and their answers, "
+                "replies, chained replies (subtask results), notices and completions. Read it to pick up "
+                "someone else's task."
             ),
             params={"task_id": TASK_ID},
             service=task_thread,
