@@ -2,7 +2,8 @@
 
 Everything goes through Django's test client (the real URL conf, middleware and tools). Each test
 gets its own count prefix (tests/conftest.py `fresh_rate_limits`); a test sets its limit and calls
-`ratelimit.reset()` so the limiter is rebuilt from the settings.
+`ratelimit.reset()` so the limiter is rebuilt from the settings; and its clock stands still
+(`one_window`), unless it moves it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,6 +32,20 @@ MCP_VERSION = "2025-11-25"
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def one_window() -> Iterator[None]:
+    """Every write of a test counts in one window, whenever and however slowly it runs. The in-process
+    count (`limits`' memory storage, the default without Redis) cuts its windows at fixed moments (each
+    minute's start for /minute) and the sliding window weighs the previous window's count by what is
+    left of it: a test that ran across a minute's start found its first writes partly forgotten, and a
+    write it expected refused went through (issue 24; under load, or a clock that moves on 2 s at each
+    reading). So the clock is the test's, mid-window, moving a millisecond at each reading (rows keep
+    their order); a test that moves it further freezes it again itself. Redis counts from a window's
+    first write (key TTLs, its own time), which no test outlasts."""
+    with freeze_time("2030-01-01 12:00:20.5", auto_tick_seconds=0.001):
+        yield
 
 
 def limit_writes(settings: Any, limit: str, *, storage: str | None = None) -> None:
