@@ -15,8 +15,11 @@ do for these calls done inline, without a thread:
   middlewares' own methods, so an answer carries exactly the headers Django would add
   (tests/commhub/test_lean_path.py compares them);
 - a sync view (DRF's) runs on the shared pool (hub_core.waiting.in_pool, which keeps connections
-  fresh, so the request signals have nothing to do), an async one (/mcp, the inbox's long-poll) on
-  the loop; a client that disconnects cancels it, as Django's handler does.
+  fresh, so request_started has nothing to do), an async one (/mcp, the inbox's long-poll) on
+  the loop; a client that disconnects cancels it, as Django's handler does;
+- the answer is sent as Django's handler sends it: cookies as Set-Cookie, a streamed body (a file's
+  too) through the response's own iterator, then response.close() on the pool (its closers, and
+  request_finished).
 
 Everything else (the dashboard, the admin, a REST call signed in by session) goes through Django.
 """
