@@ -7,7 +7,7 @@ of answers, deleted by the sweep). Runs on both databases: the ranked answers ar
 
 from __future__ import annotations
 
-import io
+import logging
 from typing import Any
 
 import pytest
@@ -120,7 +120,7 @@ def test_retention_by_count_takes_the_posts_entries_with_them(agent, clock):
     ]
 
 
-def test_retention_by_age_hides_a_post_at_once_and_the_sweep_deletes_it(agent, clock):
+def test_retention_by_age_hides_a_post_at_once_and_the_sweep_deletes_it(agent, clock, caplog):
     ops = channel(agent, "ops", "lead", ["coder"], retention_seconds=60)
     old = post(agent, ops, "coder", "nightly build green")
     clock.tick(30)
@@ -131,9 +131,9 @@ def test_retention_by_age_hides_a_post_at_once_and_the_sweep_deletes_it(agent, c
     assert search(agent, "nightly build", alias="coder") == [new]
     assert SearchEntry.objects.filter(kind="post").count() == 2
 
-    out = io.StringIO()
-    call_command("sweep", "--once", stdout=out)
-    assert "deleted 1 aged posts" in out.getvalue()
+    with caplog.at_level(logging.INFO, logger="hub_tools.management.commands.sweep"):
+        call_command("sweep", "--once")
+    assert "deleted 1 aged posts" in caplog.text
     assert list(ChannelPost.objects.values_list("content", flat=True)) == ["nightly build red"]
     assert list(SearchEntry.objects.filter(kind="post").values_list("object_id", flat=True)) == [new[1]]
     assert search(agent, "nightly build", alias="coder") == [new]
