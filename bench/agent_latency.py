@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -143,27 +145,36 @@ async def measure(url: str, dispatcher: str, agent: str, state: str, tasks: int,
     return [(arrivals.at[t][0] - sent[t]) * 1000 for t in sent if t.startswith("bench")]
 
 
+@contextmanager
+def bench_hub(network: str, alias: str) -> Iterator[tuple[str, str, str, str, str]]:
+    """A hub served as in production on a fresh database (SQLite in a temporary folder unless
+    DATABASE_URL says otherwise), with a dispatcher's token and the agent's: (url, dispatcher's
+    token, agent's token, the temporary folder, which database)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "COMMHUB_WRITE_RATE_LIMIT": "off"}
+        env.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
+        prepare_database(env)
+        manage(env, "create_network", network)
+        dispatcher = manage(env, "create_token", "--network", network, "--name", "dispatcher")
+        agent = manage(env, "create_token", "--network", network, "--name", alias)
+        hub, url = start_hub(env)
+        backend = "PostgreSQL + Redis" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
+        try:
+            yield url, dispatcher, agent, tmp, backend
+        finally:
+            hub.terminate()
+            hub.wait(timeout=15)
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     options.add_argument("--tasks", type=int, default=200)
     options.add_argument("--rate", type=float, default=20.0, help="tasks sent a second (default 20)")
     args = options.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "COMMHUB_WRITE_RATE_LIMIT": "off"}
-        env.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
-        prepare_database(env)
-        manage(env, "create_network", "bench-agent")
-        dispatcher = manage(env, "create_token", "--network", "bench-agent", "--name", "dispatcher")
-        agent = manage(env, "create_token", "--network", "bench-agent", "--name", ALIAS)
-        hub, url = start_hub(env)
-        try:
-            latencies = anyio.run(measure, url, dispatcher, agent, f"{tmp}/state", args.tasks, args.rate)
-        finally:
-            hub.terminate()
-            hub.wait(timeout=15)
+    with bench_hub("bench-agent", ALIAS) as (url, dispatcher, agent, tmp, backend):
+        latencies = anyio.run(measure, url, dispatcher, agent, f"{tmp}/state", args.tasks, args.rate)
     latencies.sort()
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
-    backend = "PostgreSQL + Redis" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
     print(f"commhub-agent channel, dispatch → notifications/claude/channel ({backend}, gunicorn 1 uvicorn worker)")
     print(f"  tasks {len(latencies)} at {args.rate:g}/s, each arrived exactly once")
     print(f"  p50 {statistics.median(latencies):.1f} ms   p99 {p99:.1f} ms   max {latencies[-1]:.1f} ms")

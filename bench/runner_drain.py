@@ -19,13 +19,12 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from bench.agent_latency import ROOT, manage, prepare_database, start_hub
+from bench.agent_latency import ROOT, bench_hub
 
 ALIAS = "bench-runner"
 COMMAND = ["/bin/sh", "-c", "cat >/dev/null; echo done"]
@@ -90,20 +89,8 @@ def main() -> None:
     options.add_argument("--concurrency", type=int, default=1)
     options.add_argument("--poll", type=float, default=30.0, help="the runner's --poll (default 30, its default)")
     args = options.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "COMMHUB_WRITE_RATE_LIMIT": "off"}
-        env.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
-        prepare_database(env)
-        manage(env, "create_network", "bench-runner")
-        dispatcher = manage(env, "create_token", "--network", "bench-runner", "--name", "dispatcher")
-        agent = manage(env, "create_token", "--network", "bench-runner", "--name", ALIAS)
-        hub, url = start_hub(env)
-        try:
-            first, seconds = drain(url, dispatcher, agent, f"{tmp}/state", args.tasks, args.concurrency, args.poll)
-        finally:
-            hub.terminate()
-            hub.wait(timeout=15)
-    backend = "PostgreSQL + Redis" if env["DATABASE_URL"].startswith("postgres") else "SQLite"
+    with bench_hub("bench-runner", ALIAS) as (url, dispatcher, agent, tmp, backend):
+        first, seconds = drain(url, dispatcher, agent, f"{tmp}/state", args.tasks, args.concurrency, args.poll)
     print(f"commhub-agent run, queued tasks drained ({backend}, gunicorn 1 uvicorn worker)")
     print(f"  {args.tasks} tasks at --concurrency {args.concurrency}, --poll {args.poll:g} s")
     print(f"  drained in {seconds:.2f} s from the runner's start (the first task replied at {first:.2f} s)")
