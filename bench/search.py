@@ -16,7 +16,9 @@ In bench/run it is the `search` phase, on the run's PostgreSQL database. Alone:
 --posts: 100 broadcast posts at a channel's size limit (64 KiB) answering one query at limit=100, so
 each answer cuts 100 snippets from 64 KiB texts (hub_search.selectors.snippet): the match near the
 end of each, the words short (the most words a post holds), ASCII and beyond; and issue 24's attack,
-the longest phrase a query holds over posts of one word repeated. The figure is the best of 5.
+the most places a query gives one word, over posts of that word repeated (issue 24's attack: FTS5
+walks every place of every phrase word); the longest phrase, and the most distinct words a query holds,
+over posts of them repeated (each ~1,000 times or more: the ranking's work). The figure is the best of 5.
 """
 
 from __future__ import annotations
@@ -192,11 +194,42 @@ def run(*, rows: int) -> list[Row]:
 
 
 POSTS = 100
-_POST_CASES = (  # name, the word the posts repeat, what is near their end, the query
-    ("a match near the end of the indexed words, short words", "ab", "Needle", "needle"),
-    ("a match near the end of the indexed words, words beyond ASCII", "été", "Aiguille", "aiguille"),
-    ("the 249-word phrase of issue 24 over posts of its one word", "a", "", '"' + " ".join(["a"] * 249) + '"'),
-)
+
+
+def _post_cases() -> list[tuple[str, str, str, str]]:
+    """Each case: its name, what the posts repeat, what is near their end, the query."""
+    from hub_search.query import PHRASE_WORDS_MAX, QUERY_WORDS_MAX, WORD_PLACES_MAX
+
+    distinct = [a + b for a in "abcdefghijklmnopqrstuvwxyz" for b in "abcdefghijklmnopqrstuvwxyz"][:QUERY_WORDS_MAX]
+    phrases = [distinct[at : at + PHRASE_WORDS_MAX] for at in range(0, len(distinct), PHRASE_WORDS_MAX)]
+    return [
+        ("a match near the end of the indexed words, short words", "ab", "Needle", "needle"),
+        ("a match near the end of the indexed words, words beyond ASCII", "été", "Aiguille", "aiguille"),
+        (
+            f"the longest phrase a query holds ({PHRASE_WORDS_MAX} distinct words), over posts of them",
+            " ".join(distinct[:PHRASE_WORDS_MAX]),
+            "",
+            '"' + " ".join(distinct[:PHRASE_WORDS_MAX]) + '"',
+        ),
+        (
+            f"the most places a query gives one word ({WORD_PLACES_MAX}), over posts of it",
+            "a",
+            "",
+            '"' + " ".join(["a"] * WORD_PLACES_MAX) + '"',
+        ),
+        (
+            f"the most words a query holds ({QUERY_WORDS_MAX}, distinct), each in every post ~1,000 times",
+            " ".join(distinct),
+            "",
+            " ".join('"' + " ".join(phrase) + '"' for phrase in phrases),
+        ),
+        (
+            f"the most words a query holds ({QUERY_WORDS_MAX}, distinct, each alone), each in every post ~1,000 times",
+            " ".join(distinct),
+            "",
+            " ".join(distinct),
+        ),
+    ]
 
 
 def at_the_size_limit(word: str, near_the_end: str) -> str:
@@ -218,7 +251,7 @@ def posts(*, note: str) -> None:
     from hub_channels.services import channel_create, channel_post
     from hub_search.selectors import search_run
 
-    for number, (name, word, near_the_end, query) in enumerate(_POST_CASES):
+    for number, (name, word, near_the_end, query) in enumerate(_post_cases()):
         network, _ = network_create(name=f"search-posts-{number}", by="bench")
         actor = token_authenticate(raw=token_create(network=network, name="searcher", by="bench")[1])
         channel = channel_create(actor=actor, name="news", alias="lead", type="broadcast")

@@ -4,10 +4,15 @@ PostgreSQL: `hub_search_searchentry.tsv`, a stored generated column `to_tsvector
 with a GIN index. The 'simple' configuration only lower-cases: the words are already those
 hub_search.query made, so no stemming or stop words make PostgreSQL answer differently from SQLite.
 The query is `to_tsquery('simple', ...)` of the compiled expression (SearchQuery's raw form) ranked
-by `ts_rank(tsv, query, 1)` (SearchRank, length-normalised as bm25 is).
+by `ts_rank(tsv, its words ORed, 1)` (length-normalised as bm25 is; term frequency only, linear work:
+ts_rank of the query itself weighs the distances between every pair of its words' positions, 1.6 s a
+row for a query of many words each frequent in a 64 KiB post; hub_search.query.Query.tsquery_rank).
 
 SQLite: `hub_search_fts`, an FTS5 table over `terms` with this table as its external content (the
-words are stored once), kept in step by triggers on hub_search_searchentry, ranked by bm25().
+words are stored once), kept in step by triggers on hub_search_searchentry, ranked by bm25(). FTS5's
+work for a row grows with the places of every word of every phrase (and bm25's with those places
+times the phrases): hub_search.query bounds the words, and a word's places in a query, so that a
+post of one word repeated costs no more than any other (issue 24).
 
 Both rank only the CANDIDATES (200) newest matches of the caller's networks (after the kinds, alias and
 since filters): a query of common words matches a good part of a million rows, and ranking them all
@@ -61,7 +66,7 @@ def run(
                 ORDER BY {newest} DESC, e.id DESC LIMIT {CANDIDATES}
             ) c ORDER BY score DESC, c.created_at DESC, c.id DESC LIMIT %s
         """
-        return list(SearchEntry.objects.raw(sql, [expression, expression, *params, limit]))
+        return list(SearchEntry.objects.raw(sql, [query.tsquery_rank(), expression, *params, limit]))
     sql = f"""
         SELECT {_CHOSEN}, c.score FROM (
             SELECT {_FIELDS}, -bm25(hub_search_fts) AS score

@@ -18,12 +18,21 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 
 from hub_core.errors import unusable_argument
 
 QUERY_MAX = 500  # characters
 ITEMS_MAX = 16  # words, phrases and exclusions in one query
+# Words in one phrase, in a whole query (its phrases' and exclusions' included), and the places one word
+# takes in a query: the engines' work for each row matched grows with the places of the query's words in
+# it (FTS5 walks them for every word of every phrase; PostgreSQL matches `<->` on them), so a word
+# repeated in the query over posts of that word repeated took seconds; bounded well past what a search
+# needs (issue 24).
+PHRASE_WORDS_MAX = 8
+QUERY_WORDS_MAX = 16
+WORD_PLACES_MAX = 2
 WORD_MAX = 100  # longer words are not indexed (PostgreSQL refuses lexemes over 2 KB; nobody searches them)
 WORDS_INDEXED = 16_000  # per text: tsvector positions end at 16,383
 PREFIX_MIN = 2
@@ -48,6 +57,47 @@ def fold(word: str) -> str:
 
 
 _MARKS_REPLACED = 16  # more distinct marks than this: one translate pass rather than a pass each
+
+
+def folded_words(text: str, separator: str) -> tuple[str, str]:
+    """The text's words as WORD finds them, each folded whole (fold), joined by the separator; and
+    the text with every character that is no word character a space (as long as the text, so its
+    words are found by str.split at the same places). Each distinct character is looked at once (and
+    kept), then mapped everywhere at once in C (str.replace, or str.translate for many): a text beyond
+    ASCII costs about what an ASCII one does, never a regular expression over it (issue 24)."""
+    apart: dict[str, str] = {}
+    folded: dict[str, str] = {}
+    for char in set(text):
+        to = _CHARS.get(char) or _char(char)
+        if to == _NOT_A_WORD:
+            apart[char] = " "
+        elif to != char:
+            folded[char] = to
+    shape = _mapped(text, apart)
+    return _mapped(separator.join(shape.split()), folded), shape
+
+
+_NOT_A_WORD = "\x00"  # no word character, nor in the fold of one
+_CHARS: dict[str, str] = {}  # a word character's fold, or _NOT_A_WORD
+_CHARS_KEPT = 1 << 16  # characters kept: past that, the table starts again
+_REPLACED_MAX = 48  # more characters to map than this: one translate pass rather than a replace each
+
+
+def _char(char: str) -> str:
+    global _CHARS
+    if len(_CHARS) >= _CHARS_KEPT:
+        _CHARS = {}
+    to = fold(char) if WORD.fullmatch(char) else _NOT_A_WORD
+    _CHARS[char] = to
+    return to
+
+
+def _mapped(text: str, mapping: dict[str, str]) -> str:
+    if len(mapping) > _REPLACED_MAX:
+        return text.translate(str.maketrans(mapping))
+    for char, to in mapping.items():
+        text = text.replace(char, to)
+    return text
 
 
 def words(text: str) -> list[str]:
@@ -110,6 +160,18 @@ class Query:
         """A `to_tsquery('simple', ...)` expression of the same meaning."""
         return " & ".join([*(p.tsquery() for p in self.wanted), *(f"!{p.tsquery()}" for p in self.excluded)])
 
+    def tsquery_rank(self) -> str:
+        """The tsquery ts_rank weighs: each wanted word once, ORed (a phrase's last word keeps its
+        prefix). Every row the query matches has them all; ORed, ts_rank counts their places (term
+        frequency, as bm25 does), linear work, where ts_rank of the query itself weighs the distance
+        between every pair of its words' places: 1.6 s a row for many words each frequent (issue 24)."""
+        alone = [
+            Phrase((word,), phrase.prefix and at == len(phrase.words) - 1)
+            for phrase in self.wanted
+            for at, word in enumerate(phrase.words)
+        ]
+        return " | ".join(phrase.tsquery() for phrase in dict.fromkeys(alone))
+
 
 def _bad(problem: str) -> Exception:
     return unusable_argument("query", problem)
@@ -126,6 +188,12 @@ def _phrase(raw: str, *, quoted: bool) -> Phrase | None:
         return None  # punctuation only: nothing to look for, as in the texts
     if prefix and len(found[-1]) < PREFIX_MIN:
         raise _bad(f"needs at least {PREFIX_MIN} letters before a * (got {raw!r})")
+    if len(found) > PHRASE_WORDS_MAX:
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise _bad(
+            f"has a phrase of {len(found)} words ({shown!r}; punctuation splits words): at most "
+            f"{PHRASE_WORDS_MAX} in a row, so search its most telling part"
+        )
     return Phrase(tuple(found), prefix)
 
 
@@ -140,10 +208,16 @@ def parse(text: str) -> Query:
         if bare == "-" and not minus:  # "--" is punctuation, as in a text
             raise _bad("has a - with nothing after it (write -word to leave out what has word)")
         phrase = _phrase(quoted if quoted is not None else bare, quoted=quoted is not None)
-        if phrase is not None:
+        if phrase is not None and phrase not in (excluded if minus else wanted):  # twice means once
             (excluded if minus else wanted).append(phrase)
     if not wanted:
         raise _bad("has no word to look for (a - only leaves words out)" if excluded else "has no word to look for")
     if len(wanted) + len(excluded) > ITEMS_MAX:
         raise _bad(f"has more than {ITEMS_MAX} words, phrases and exclusions")
+    count = sum(len(phrase.words) for phrase in (*wanted, *excluded))
+    if count > QUERY_WORDS_MAX:
+        raise _bad(f"has {count} words: at most {QUERY_WORDS_MAX} in one query, so keep the most telling")
+    word, places = Counter(word for phrase in (*wanted, *excluded) for word in phrase.words).most_common(1)[0]
+    if places > WORD_PLACES_MAX:
+        raise _bad(f"has the word {word!r} {places} times: at most {WORD_PLACES_MAX} in one query, so give it fewer")
     return Query(tuple(wanted), tuple(excluded))

@@ -10,7 +10,6 @@ cut here, in Python, from the same words the index holds, so both engines show t
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import datetime
 from itertools import islice
@@ -23,7 +22,7 @@ from hub_channels.selectors import posts_past_age
 from hub_core.errors import invalid_argument
 from hub_core.formats import timestamp
 from hub_search import engines
-from hub_search.query import WORD, WORDS_INDEXED, Phrase, Query, fold, parse
+from hub_search.query import WORD, WORDS_INDEXED, Phrase, Query, fold, folded_words, parse
 from hub_search.sources import KINDS
 
 LIMIT_DEFAULT = 20
@@ -144,10 +143,9 @@ def _marked(view: list[re.Match[str]], since: int, query: Query, first: int, las
 # Words joined for string search: each after one separator, the last before one.
 _SEPARATOR = "\x00"  # never in a folded word (fold of a word may hold a space: ﷺ)
 _ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
-# A text beyond ASCII is tokenised by the regular expression up to this many words: twice the words
-# the index holds, so its match is always in them (a word the index leaves out is over 100 characters).
+# A text's match is looked for in this many words: twice the words the index holds, so its match is
+# always in them (a word the index leaves out is over 100 characters).
 SCANNED_WORDS = 2 * WORDS_INDEXED
-_CHUNK = 4_096
 
 
 def _joined(folded: str, separator: str) -> str:
@@ -173,11 +171,14 @@ class _Words:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # An ASCII text (the most) mapped character for character, in C: its words lower-cased,
-        # anything else a space. None beyond ASCII.
-        self._ascii = text.translate(_ASCII_WORDS) if text.isascii() else None
+        # The text mapped character for character, in C: its words (lower-cased if ASCII), anything
+        # else a space; and beyond ASCII, its words folded (hub_search.query.folded_words).
+        self._folded: str | None = None
+        if text.isascii():
+            self._shape = text.translate(_ASCII_WORDS)
+        else:
+            self._folded, self._shape = folded_words(text, _SEPARATOR)
         self._hit: tuple[int, int] | None = None  # the first hit's word position and offset, if known
-        self._chunks: list[tuple[int, int]] = [(0, 0)]  # each chunk's first word and offset (_scanned)
 
     def first_hit(self, phrases: tuple[Phrase, ...]) -> int | None:
         """The position of the first word of the earliest place any phrase occurs, if one does."""
@@ -192,42 +193,27 @@ class _Words:
         return position
 
     def _joined(self) -> tuple[str, str, int | None]:
-        """The folded words, each after a separator, the last before one; and if they are the mapped
-        text as it is (one space between words), where they begin in it."""
-        if self._ascii is None:
-            return _SEPARATOR, _joined(fold(_SEPARATOR.join(self._scanned())), _SEPARATOR), None
-        words = self._ascii.strip(" ")
+        """The first SCANNED_WORDS folded words, each after a separator, the last before one; and if
+        they are the mapped text as it is (one space between words), where they begin in it."""
+        if self._folded is not None:
+            scanned = self._folded
+            if scanned.count(_SEPARATOR) >= SCANNED_WORDS:
+                scanned = _SEPARATOR.join(scanned.split(_SEPARATOR, SCANNED_WORDS)[:SCANNED_WORDS])
+            return _SEPARATOR, _joined(scanned, _SEPARATOR), None
+        words = self._shape.strip(" ")
         if "  " in words:
             return " ", _joined(" ".join(words.split()), " "), None
-        return " ", _joined(words, " "), len(self._ascii) - len(self._ascii.lstrip(" "))
-
-    def _scanned(self) -> list[str]:
-        """The first SCANNED_WORDS words of a text beyond ASCII, found a chunk at a time; each chunk's
-        offset and first word kept, so a word's offset is found in its chunk (offset())."""
-        found: list[str] = []
-        at = 0
-        while at < len(self.text) and len(found) < SCANNED_WORDS:
-            end = min(len(self.text), at + _CHUNK)
-            straddling = WORD.match(self.text, end)  # the chunk ends after the word it cuts
-            end = straddling.end() if straddling else end
-            self._chunks.append((len(found), at))
-            found += WORD.findall(self.text, at, end)
-            at = end
-        return found[:SCANNED_WORDS]
+        return " ", _joined(words, " "), len(self._shape) - len(self._shape.lstrip(" "))
 
     def offset(self, position: int) -> int:
         """Where the word at this position starts in the text (past its last word: the text's end)."""
         if self._hit is not None and position <= self._hit[0]:  # back from the hit, a word at a time
             at = self._hit[1]
             for _ in range(self._hit[0] - position):
-                at = self._ascii.rfind(" ", 0, at - 1) + 1
+                at = self._shape.rfind(" ", 0, at - 1) + 1
             return at
-        if self._ascii is not None:
-            rest = self._ascii.split(None, position)
-            return len(self.text) - len(rest[-1]) if len(rest) > position else len(self.text)
-        first, start = self._chunks[bisect_right(self._chunks, (position, len(self.text))) - 1]
-        word = next(islice(WORD.finditer(self.text, start), position - first, None), None)
-        return word.start() if word else len(self.text)
+        rest = self._shape.split(None, position)
+        return len(self.text) - len(rest[-1]) if len(rest) > position else len(self.text)
 
 
 def _plain(text: str) -> str:

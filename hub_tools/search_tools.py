@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hub_search.query import QUERY_MAX
+from hub_search.query import PHRASE_WORDS_MAX, QUERY_MAX, QUERY_WORDS_MAX, WORD_PLACES_MAX
 from hub_search.selectors import LIMIT_DEFAULT, LIMIT_MAX, MARK_CLOSE, MARK_OPEN, kinds_parse, search_run
 from hub_search.sources import KINDS
 from hub_tools import args as A
@@ -43,7 +43,12 @@ def specs() -> list[Tool]:
                 "matches: add words, alias or since to reach further back."
             ),
             params={
-                "query": P.text("What to look for (see the syntax above).", QUERY_MAX, required=True),
+                "query": P.text(
+                    f"What to look for (the syntax above): at most {QUERY_WORDS_MAX} words, {PHRASE_WORDS_MAX} in a "
+                    f"phrase, a word at most {WORD_PLACES_MAX} times.",
+                    QUERY_MAX,
+                    required=True,
+                ),
                 "kinds": _kinds(),
                 "alias": P.identifier(
                     "Only what concerns this agent (its tasks, messages, completions, channels' posts); a "
