@@ -627,16 +627,18 @@ def test_owners_and_admins_read_their_networks_audit_page_only(browser, both_log
     assert 'href="/audit/"' in operator.get("/fleet/").content.decode()
 
 
-def test_the_audit_page_follows_the_current_network(browser, other_network, both_logs):
+def test_the_audit_page_follows_the_current_network(browser, network, other_network, both_logs):
     operator = browser("owner")
     membership_set(user=user_get_or_create(username="operator"), network=other_network, role="admin")
 
     beta = operator.get("/audit/", {"network": other_network.pk}).content.decode()
     still_beta = operator.get("/audit/").content.decode()  # the choice sticks to the session
-    alpha = operator.get("/audit/", {"network": "alpha-is-not-an-id"}).content.decode()  # unknown: first network
+    unknown = operator.get("/audit/", {"network": "alpha-is-not-an-id"}).content.decode()  # the choice stays
+    alpha = operator.get("/audit/", {"network": network.pk}).content.decode()
 
     assert "user in-beta-only" in beta and "in-alpha-only" not in beta
     assert "user in-beta-only" in still_beta and "in-alpha-only" not in still_beta
+    assert "user in-beta-only" in unknown and "in-alpha-only" not in unknown
     assert "user in-alpha-only" in alpha and "in-beta-only" not in alpha
 
 
