@@ -94,7 +94,9 @@ def test_a_long_poll_that_waits_is_answered_as_sse_progress_then_the_result(hub,
         assert notification["jsonrpc"] == "2.0" and "id" not in notification
         assert notification["method"] == "notifications/progress"
         assert notification["params"]["progressToken"] == token
-        assert notification["params"]["total"] == pytest.approx(2.5, abs=0.3)
+        # The wait asked for, counted from the request's start: the first read's own time (a cold
+        # connection on PostgreSQL, a busy test worker) comes on top of it, never off it.
+        assert 2.2 <= notification["params"]["total"] <= 4.0
         assert isinstance(notification["params"]["message"], str)
     values = [notification["params"]["progress"] for notification in progress]
     assert values == sorted(set(values)), "progress increases with each notification"
