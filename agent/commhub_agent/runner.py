@@ -45,6 +45,7 @@ from commhub_agent.hub import (
     persist,
     truncate,
 )
+from commhub_agent.process import lines, stop_group
 from commhub_agent.state import Journal, default_state_dir, safe_name
 
 # A line the command prints to report progress: "progress: 40" or "progress: 40% writing tests".
@@ -371,7 +372,7 @@ class Runner:
                     io.start_soon(self._read_stderr, process, errors)
                     await process.wait()
         except TimeoutError:
-            await self._stop(process)
+            await stop_group(process)
             tail = truncate("".join(errors), STDERR_TAIL, keep="tail")
             return Outcome(
                 "failed",
@@ -380,7 +381,7 @@ class Runner:
             )
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await self._stop(process)
+                await stop_group(process)
             raise
         text = "".join(output)
         if process.returncode == 0:
@@ -407,7 +408,7 @@ class Runner:
     async def _read_stdout(self, process: Process, task_id: str, output: list[str]) -> None:
         assert process.stdout is not None
         last_report = 0.0
-        async for line in _lines(process.stdout):
+        async for line in lines(process.stdout):
             match = PROGRESS.match(line)
             if match is None:
                 output.append(line)
@@ -421,34 +422,10 @@ class Runner:
 
     async def _read_stderr(self, process: Process, errors: list[str]) -> None:
         assert process.stderr is not None
-        async for line in _lines(process.stderr):
+        async for line in lines(process.stderr):
             errors.append(line)
             if len(errors) > 400:
                 del errors[:200]
-
-    async def _stop(self, process: Process) -> None:
-        """Stop the command and everything it started (its own process group)."""
-        if process.returncode is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 3)):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                return
-            with anyio.move_on_after(wait):
-                await process.wait()
-                return
-
-
-async def _lines(stream: Any) -> Any:
-    buffer = b""
-    async for chunk in stream:
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            yield line.decode(errors="replace") + "\n"
-    if buffer:
-        yield buffer.decode(errors="replace")
 
 
 def run_runner(config: Config, options: Options, *, state_dir: Path | None) -> None:
