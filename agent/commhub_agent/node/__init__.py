@@ -1,0 +1,1 @@
+"""`commhub-agent node`: one supervisor per machine running the agents its config declares."""
