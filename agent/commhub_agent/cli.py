@@ -1,9 +1,10 @@
-"""The `commhub-agent` command: channel, run and hook."""
+"""The `commhub-agent` command: node, channel, run and hook."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -15,7 +16,7 @@ State (the channel's feed position, the runner's journal, the hook's shown ids) 
 --state-dir, by default $COMMHUB_AGENT_STATE_DIR or ~/.local/state/commhub-agent."""
 
 
-MODES = ("channel", "run", "hook")
+MODES = ("node", "channel", "run", "hook")
 
 
 class UsageError(Exception):
@@ -46,7 +47,20 @@ def parser() -> argparse.ArgumentParser:
         "--alias", default=os.environ.get("COMMHUB_ALIAS"), help="this agent's alias (default: $COMMHUB_ALIAS)"
     )
     common.add_argument("--state-dir", type=Path, help="where to keep state across restarts")
-    modes = top.add_subparsers(dest="mode", required=True, metavar="{channel,run,hook}")
+    modes = top.add_subparsers(dest="mode", required=True, metavar="{node,channel,run,hook}")
+
+    node = modes.add_parser(
+        "node",
+        help="one supervisor for all the agents of this machine: commhub-agent node --config node.toml",
+        description="Runs the agents node.toml declares (claude, codex or command runtimes), each task in its own "
+        "workspace, with reports journalled on disk and replayed in order after an outage. SIGHUP reloads the "
+        "config; SIGTERM drains. `commhub-agent node init` writes a commented starter config listing the agent "
+        "CLIs installed here.",
+    )
+    node.add_argument("action", nargs="?", choices=["init"], help="init: write a starter config and exit")
+    node.add_argument("--config", type=Path, default=Path("node.toml"), help="the node's config (default node.toml)")
+    node.add_argument("--hub", help="the hub's URL, written into the starter config by init (default: $COMMHUB_URL)")
+    node.add_argument("--force", action="store_true", help="init: overwrite an existing config")
 
     channel = modes.add_parser(
         "channel", parents=[common], help="a Claude Code channel: a stdio MCP server that pushes the alias's tasks"
@@ -82,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         return _hook(argv)
     try:
         args = parser().parse_args(argv)
+        if args.mode == "node":
+            return _node(args)
         return _hook(argv) if args.mode == "hook" else _run(args)
     except UsageError as exc:
         argparse.ArgumentParser.error(exc.parser, exc.message)  # usage and the reason, exit status 2
@@ -118,6 +134,23 @@ def _hook(argv: list[str]) -> int:
     except Exception as exc:  # a hook must not trap a session, whatever went wrong
         reason = f"{type(exc).__name__}: {exc}"
     print(f"commhub-agent hook: {reason}; letting the session stop", file=sys.stderr, flush=True)
+    return 0
+
+
+def _node(args: argparse.Namespace) -> int:
+    if args.action != "init":
+        from commhub_agent.node.supervisor import run_node
+
+        return run_node(args.config)
+    from commhub_agent.node.detect import installed_runtimes, starter_config
+
+    if args.config.exists() and not args.force:
+        raise UsageError(parser(), f"{args.config} exists; give --force to overwrite it")
+    found = installed_runtimes()
+    hub = args.hub or os.environ.get("COMMHUB_URL")
+    args.config.write_text(starter_config(found, hub=hub, name=socket.gethostname()))
+    shown = ", ".join(f"{name} {version}" for name, version in found.items() if version) or "none"
+    print(f"wrote {args.config} (agent CLIs found: {shown}); edit it, then: commhub-agent node --config {args.config}")
     return 0
 
 
