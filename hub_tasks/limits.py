@@ -44,3 +44,9 @@ OPTIONS_MAX = 10  # answers offered to choose from
 OPTION_MAX = 200  # one offered answer
 ANSWER_MAX = 4_000  # the answer
 QUESTIONS_LIMIT_MAX, QUESTIONS_LIMIT_DEFAULT = 100, 20
+
+# A run's usage (report_completion, send_reply) and a task's caps on it (send_task).
+TOKENS_MAX = 10**12  # tokens in or out of one run
+COST_MAX = 1_000_000.0  # USD of one run
+MODEL_MAX = 200  # a model's name
+BUDGET_USD_MIN = 0.0001  # a cap must allow something (the schema says "> 0" as a minimum)

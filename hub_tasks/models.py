@@ -129,6 +129,8 @@ TASK_COLUMNS = (
     "not_before", "on_dependency_failure", "dependencies_pending",
     # The open pool: what a claimer needs (null: an ordinary task).
     "required_skills",
+    # Caps its agent's node enforces per run (null: none given); the hub only carries them.
+    "budget_usd", "budget_tokens",
 )  # fmt: skip
 
 
@@ -176,6 +178,9 @@ class Task(models.Model):
     # An open task (send_task to the pool): the skills a claimer must have. It waits `created`,
     # addressed to POOL, in no inbox, until an agent claims it (claim_task).
     required_skills = models.JSONField(null=True, blank=True)
+    # send_task's caps on one run of it, enforced by the agent's node (the hub only carries them).
+    budget_usd = models.FloatField(null=True, blank=True, help_text="At most this many USD per run.")
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True, help_text="At most this many tokens per run.")
 
     class Meta:
         constraints = [
@@ -361,6 +366,16 @@ class InboxMessage(models.Model):
             # Beyond the contract (new keys): the message's delivery receipt.
             "delivered_at": timestamp(self.delivered_to_agent_at),
             "delivered_via": self.delivered_via,
+            # A task message carries its task's caps for the run (null: none, or not a task).
+            **self._budget(),
+        }
+
+    def _budget(self) -> dict[str, Any]:
+        # Only a task message reads its task (get_inbox selects it with the message).
+        task = self.task if self.type == InboxMessage.Type.TASK and self.task_id else None
+        return {
+            "budget_usd": task and task.budget_usd,
+            "budget_tokens": task and task.budget_tokens,
         }
 
 
@@ -506,6 +521,13 @@ class TaskAttempt(models.Model):
     outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, blank=True)  # blank: still open
     result = models.TextField(null=True, blank=True)
     ended_by = models.CharField(max_length=300, blank=True, help_text="Who ended it: an agent alias or a sender.")
+    # What the run cost, as its agent reported it (report_completion, send_reply): each set once
+    # (hub_tasks.usage), null until reported. Nullable, so adding them rebuilds no table.
+    tokens_in = models.PositiveBigIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveBigIntegerField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    model = models.CharField(max_length=200, null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -528,6 +550,12 @@ class TaskAttempt(models.Model):
             "acked_at": timestamp(self.acked_at),
             "started_at": timestamp(self.started_at),
             "ended_at": timestamp(self.ended_at),
+            # The run's usage (beyond the contract: new keys), null until its agent reports it.
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+            "model": self.model,
+            "duration_seconds": self.duration_seconds,
         }
 
 
@@ -571,3 +599,27 @@ class Question(models.Model):
             "answered_at": timestamp(self.answered_at),
             "message_id": self.answer_message_id,
         }
+
+
+class AgentUsage(models.Model):
+    """What an agent's runs used, per network, alias, model and day: summed as each run's usage is
+    recorded (hub_tasks.usage), so the dashboard's totals and /metrics read a few rows per agent,
+    never the attempts. model "" : the run named none."""
+
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="+")
+    alias = models.CharField(max_length=200)
+    model = models.CharField(max_length=200, blank=True)
+    day = models.DateField()
+    runs = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.FloatField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["network", "alias", "model", "day"], name="agentusage_unique"),
+        ]
+        indexes = [models.Index(fields=["network", "day"], name="agentusage_network_day")]
+
+    def __str__(self) -> str:
+        return f"{self.network_id} {self.alias} {self.model or '-'} {self.day}: ${self.cost_usd:.4f}"

@@ -25,6 +25,7 @@ from hub_tasks.models import (
     ACTIVE,
     BLOCKED,
     UNTIL_RELEASED,
+    AgentUsage,
     Completion,
     InboxMessage,
     Question,
@@ -54,7 +55,9 @@ def inbox_pending(
     (`nothing_yet`); a transport that long-polls waits there and reads again.
     """
     networks = actor.readable_networks(network_id)
-    messages = InboxMessage.objects.pending(network_ids=networks, alias=alias).in_delivery_order()[:limit]
+    # With its task: a task message's row carries the task's budget.
+    pending = InboxMessage.objects.pending(network_ids=networks, alias=alias).select_related("task")
+    messages = pending.in_delivery_order()[:limit]
     rows = [message.as_row() for message in messages]
     if not rows:
         nothing_yet(groups=[feed_group(network, alias) for network in networks], seconds=wait_seconds or 0)
@@ -346,3 +349,40 @@ def inbox_depths() -> list[tuple[str, str, int, datetime]]:
         .order_by("network_id", "to_alias")
     )
     return [(row["network_id"], row["to_alias"], row["depth"], row["oldest"]) for row in pending]
+
+
+_USAGE = ("runs", "tokens_in", "tokens_out", "cost_usd")
+
+
+def usage_totals(*, actor: Actor, network_id: str, now: datetime | None = None) -> dict[str, Any]:
+    """A network's run usage (runs, tokens in and out, cost), today and all time, in all and per
+    alias: {"today": {...}, "all": {...}, "agents": [{"alias", "today": {...}, "all": {...}}]}, most
+    costly first. Two aggregates over its AgentUsage rows (a few per agent and day, summed as runs
+    are reported), never over the attempts."""
+    (network,) = actor.readable_networks(network_id)
+    day = timezone.localdate(now or timezone.now())
+    rows = AgentUsage.objects.filter(network_id=network)
+    sums = {name: Sum(name) for name in _USAGE}
+    empty = dict.fromkeys(_USAGE, 0)
+    agents: dict[str, dict[str, dict[str, Any]]] = {}
+    for span, chosen in (("all", rows), ("today", rows.filter(day=day))):
+        for row in chosen.values("alias").annotate(**sums).order_by("alias"):
+            spans = agents.setdefault(row["alias"], {"today": dict(empty), "all": dict(empty)})
+            spans[span] = {name: row[name] or 0 for name in _USAGE}
+    totals = {span: {name: sum(a[span][name] for a in agents.values()) for name in _USAGE} for span in ("today", "all")}
+    ranked = sorted(agents.items(), key=lambda item: (-item[1]["all"]["cost_usd"], item[0]))
+    return {**totals, "agents": [{"alias": alias, **spans} for alias, spans in ranked]}
+
+
+def usage_by_network_agent_model() -> list[tuple[str, str, str, int, int, float]]:
+    """(network_id, alias, model, tokens in, tokens out, cost in USD), all time, for /metrics: one
+    aggregate over AgentUsage. model "": runs that named none."""
+    rows = (
+        AgentUsage.objects.values("network_id", "alias", "model")
+        .annotate(tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost_usd=Sum("cost_usd"))
+        .order_by("network_id", "alias", "model")
+    )
+    return [
+        (r["network_id"], r["alias"], r["model"], r["tokens_in"] or 0, r["tokens_out"] or 0, r["cost_usd"] or 0.0)
+        for r in rows
+    ]

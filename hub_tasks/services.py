@@ -65,6 +65,7 @@ from hub_tasks.results import (
     TaskRetried,
     TaskSent,
 )
+from hub_tasks.usage import RunUsage, usage_attempt, usage_record, usage_required_task
 
 
 def _delivery(message_id: str, network_id: str, alias: str, now: datetime) -> Delivery:
@@ -172,6 +173,8 @@ def task_send(
     not_before: datetime | None = None,
     not_before_seconds: int | None = None,
     required_skills: list[str] | None = None,
+    budget_usd: float | None = None,
+    budget_tokens: int | None = None,
 ) -> TaskSent:
     """send_task: a task into the alias's inbox, delivered at once, or held `created` (no inbox row,
     no attempt) until every task it depends_on is replied and its not_before has come.
@@ -180,7 +183,10 @@ def task_send(
     automatically after a failure while it has attempts left (max_attempts, default 1: never).
 
     With required_skills (and alias "pool") an open task: created, in no inbox, every agent whose
-    skills cover it woken (new_open_task) to claim it (claim_task); its TTL counts from now."""
+    skills cover it woken (new_open_task) to claim it (claim_task); its TTL counts from now.
+
+    budget_usd / budget_tokens cap each run of it; the agent's node enforces them, the hub carries
+    them (get_task, the task's inbox rows)."""
     content, sender, parent_id, request_id = task, from_session or HUB, parent_task_id, client_request_id
     ttl = ttl_seconds or settings.COMMHUB_DEFAULT_TTL_SECONDS
     network = actor.writable_network(network_id)
@@ -225,6 +231,8 @@ def task_send(
         not_before=not_before,
         on_dependency_failure=on_dependency_failure,
         required_skills=required_skills,
+        budget_usd=budget_usd,
+        budget_tokens=budget_tokens,
     )
     # A dependency already replied is met; one that ended otherwise is met only with "run", else the
     # task is cancelled at once, naming it, as if it had ended while the task waited.
@@ -337,7 +345,10 @@ def _dependencies_lock(network: str, task_ids: list[str], now: datetime) -> list
 
 
 # What makes two sends "the same task" for a repeated client_request_id.
-_SAME_REQUEST = ("to_name", "content", "priority", "context", "from_name", "parent_task_id", "required_skills")
+_SAME_REQUEST = (
+    "to_name", "content", "priority", "context", "from_name", "parent_task_id", "required_skills", "budget_usd",
+    "budget_tokens",
+)  # fmt: skip
 
 
 def _repeated_send(first: Task, repeat: Task, *, now: datetime) -> TaskSent:
@@ -381,9 +392,15 @@ def reply_send(
     status: str = TaskStatus.REPLIED,
     from_session: str | None = None,
     network_id: str | None = None,
+    tokens_in: int | None = None,
+    tokens_out: int | None = None,
+    cost_usd: float | None = None,
+    model: str | None = None,
 ) -> Delivery:
-    """send_reply: answer a task (ending it with `status`, one of the REPLY move's outcomes) or a message."""
+    """send_reply: answer a task (ending it with `status`, one of the REPLY move's outcomes) or a message.
+    A run's usage (tokens, cost, model) is stored on the attempt the reply ends (hub_tasks.usage)."""
     body, reply_to, sender = text, in_reply_to, from_session or HUB
+    usage = RunUsage(tokens_in, tokens_out, cost_usd, model)
     now = timezone.now()
 
     if reply_to is None:
@@ -391,6 +408,8 @@ def reply_send(
     else:
         network, task = _reply_target(actor, reply_to, now)
         actor.check_write(network)
+    if task is None:
+        usage_required_task(usage)
     if task is not None:
         if not task.can(Move.REPLY):
             raise task_terminal(task.status, task_id=task.task_id)
@@ -405,10 +424,13 @@ def reply_send(
         # Without from_session the reply comes from the agent holding the task, not from "hub"
         # (the contract's default sender of the reply message itself).
         replier = from_session or task.to_name
+        # Chosen before the reply ends it: the attempt of the agent holding the task.
+        ran = usage_attempt(task, task.to_name) if usage else None
         _end_with_result(
             task, Move.REPLY, status, body, actor=actor, now=now, detail=f"reply from {replier}", by=replier,
             chain_from=sender,
         )  # fmt: skip
+        usage_record(ran, network_id=task.network_id, usage=usage, now=now)
     row = inbox_deliver(
         network_id=network,
         to_alias=alias,
@@ -637,9 +659,14 @@ def completion_report(
     score: float | None = None,
     duration_minutes: float | None = None,
     network_id: str | None = None,
+    tokens_in: int | None = None,
+    tokens_out: int | None = None,
+    cost_usd: float | None = None,
+    model: str | None = None,
 ) -> CompletionRecorded:
     """report_completion: record the work, close the task it names (`task`: its id or exact text),
-    and set the alias idle."""
+    and set the alias idle. The run's usage and duration go on the alias's attempt of the task, the
+    one it closes or (a failed run, ended by send_reply) the one it ended (hub_tasks.usage)."""
     task_ref = task
     network = actor.writable_network(network_id)
 
@@ -660,6 +687,7 @@ def completion_report(
         completed_at=now,
     )
     warning = None
+    ran = usage_attempt(matched, alias) if matched is not None else None
     if matched is not None and matched.can(Move.COMPLETE):
         _end_with_result(
             matched, Move.COMPLETE, TaskStatus.REPLIED, result, actor=actor, now=now, detail=f"completed by {alias}",
@@ -672,6 +700,9 @@ def completion_report(
             f"No task matches {validate.shown(task_ref)} in network {network} (neither a task_id nor the text of "
             f"an open task of {alias!r}): the completion is recorded without a task. Pass the task's task_id."
         )
+    seconds = None if duration_minutes is None else duration_minutes * 60
+    usage = RunUsage(tokens_in, tokens_out, cost_usd, model)
+    usage_record(ran, network_id=network, usage=usage, duration_seconds=seconds, now=now)
     leases_renew(network_ids=[network], alias=alias, now=now)
     session_set_idle(network_id=network, alias=alias, now=now)
     return CompletionRecorded(completion.id, matched and matched.task_id, warning)
