@@ -25,6 +25,7 @@ from hub_tools.approvals import Held, approval_gate, approvals_expire_due
 from hub_tools.models import GATEABLE_TOOLS
 from hub_tools.params import Param
 from hub_tools.ratelimit import write_rate_check
+from hub_tools.replays import KEY, replayed_or_run
 from hub_tools.schema import Schema, compact_input, compact_output
 
 # Versions before 2025-06-18 know neither tool titles nor output schemas.
@@ -118,8 +119,9 @@ class Tool:
             write_rate_check(actor)
         if self.guard is not None:
             self.guard(actor)
-        # Every argument, given or not (a left-out one parses as null: its default).
-        parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items()}
+        # Every argument, given or not (a left-out one parses as null: its default); the replay key is
+        # Tool.run's, never the service's.
+        parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items() if name != KEY}
         if self.gateable and not approved:
             held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
             if held is not None:
@@ -139,7 +141,20 @@ class Tool:
         return answer
 
     def run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> dict[str, Any]:
-        """The contract's result object; HubError for a refusal."""
+        """The contract's result object; HubError for a refusal. With an idempotency_key (the tools
+        that take one), the first call's answer again for a repeat (hub_tools.replays)."""
+        key = self.params[KEY].parse(KEY, arguments.get(KEY)) if KEY in self.params else None
+        if key is None:
+            return self._run(actor, arguments, approved=approved)
+        return replayed_or_run(
+            actor=actor,
+            tool=self.name,
+            key=key,
+            arguments=arguments,
+            run=lambda: self._run(actor, arguments, approved=approved),
+        )
+
+    def _run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool) -> dict[str, Any]:
         answer = self.execute(actor, arguments, approved=approved)
         if isinstance(answer, Held):
             return {"ok": True, **R.held(answer)}

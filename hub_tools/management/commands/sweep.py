@@ -1,5 +1,6 @@
 """`manage.py sweep`: settle every network's due tasks (deadlines, lapsed leases, retries), expire
-the approvals nobody decided in time and delete channel posts past their age limit, now and then.
+the approvals nobody decided in time, delete channel posts past their age limit and replay keys
+older than hub_tools.models.REPLAY_KEY_DAYS (7 days), now and then.
 
 Reads already settle what they show (hub_tasks.lifecycle.tasks_expire_due), so nothing needs this to
 be correct; it makes things happen on time when nobody reads: a sender hears of a lost lease, a
@@ -23,6 +24,7 @@ from hub_agents.models import Network
 from hub_channels.services import channels_retention_sweep
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tools.approvals import approvals_expire_due
+from hub_tools.replays import replay_keys_prune
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ logger = logging.getLogger(__name__)
 class Command(BaseCommand):
     help = (
         "Settle every network's due expiries, lapsed leases and automatic retries, expire undecided approvals, "
-        "delete aged channel posts (--once, or every --interval s)."
+        "delete aged channel posts and old replay keys (--once, or every --interval s)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -60,6 +62,13 @@ class Command(BaseCommand):
         settled = tasks_expire_due(network_ids=networks)
         expired = approvals_expire_due(network_ids=networks)
         aged = channels_retention_sweep()
-        if (settled or expired or aged) and verbosity >= 1:
+        keys = replay_keys_prune()
+        if (settled or expired or aged or keys) and verbosity >= 1:
             # Logged, not written to stdout: under COMMHUB_LOG_FORMAT=json every line is a JSON object.
-            logger.info("settled %s tasks, expired %s approvals, deleted %s aged posts", settled, expired, aged)
+            logger.info(
+                "settled %s tasks, expired %s approvals, deleted %s aged posts and %s old replay keys",
+                settled,
+                expired,
+                aged,
+                keys,
+            )
