@@ -7,7 +7,9 @@ Three sources make one answer:
   worker answers, the numbers are the whole hub's; without it, the answering process's own;
 - the hub's state, read from the database at scrape time by `HubState`, in one process (the one
   answering), with one bounded aggregate query per kind: tasks by network and status (the TaskCount
-  rows), inboxes with pending messages, agent sessions by status, the event log's feed positions.
+  rows), inboxes with pending messages, agent sessions by status, the event log's feed positions,
+  and runs' tokens and cost (the AgentUsage rows, summed as each run's usage is recorded: counters
+  that no restart or worker resets).
 
 Who may scrape: with COMMHUB_METRICS_TOKEN set, a caller sending `Authorization: Bearer <it>`;
 without it, only a client on this machine (a loopback address, and no proxy's forwarding header:
@@ -30,7 +32,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -40,7 +42,7 @@ from hub_agents.selectors import agents_by_network_status
 from hub_core.bearer import says_bearer
 from hub_events.models import OPERATORS
 from hub_events.selectors import feed_head, feed_heads
-from hub_tasks.selectors import inbox_depths, tasks_by_network_status
+from hub_tasks.selectors import inbox_depths, tasks_by_network_status, usage_by_network_agent_model
 from hub_webhooks.selectors import webhook_cursors
 
 logger = logging.getLogger(__name__)
@@ -113,7 +115,7 @@ def requests_counted(app: App) -> App:
 class HubState(Collector):
     """The hub's state, read from the database when /metrics is scraped (never per row in Python)."""
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         try:
             families = list(self._read())
@@ -128,7 +130,7 @@ class HubState(Collector):
             "commhub_state_read_seconds", "How long this scrape took to read the state.", time.perf_counter() - started
         )
 
-    def _read(self) -> Iterator[GaugeMetricFamily]:
+    def _read(self) -> Iterator[Metric]:
         now = timezone.now()
         tasks = GaugeMetricFamily("commhub_tasks", "Tasks by network and status.", labels=["network", "status"])
         for network, status, count in tasks_by_network_status():
@@ -189,6 +191,24 @@ class HubState(Collector):
                 operators[network] = feed_head(network_id=network, audience=OPERATORS)
             lag.add_metric([network, f"webhook:{subscription}"], max(0, operators[network] - cursor))
         yield lag
+
+        tokens = CounterMetricFamily(
+            "commhub_run_tokens",
+            "Tokens agents' runs used, as reported with report_completion or send_reply (model: empty if none "
+            "was named; direction: in or out).",
+            labels=["network", "agent", "model", "direction"],
+        )
+        cost = CounterMetricFamily(
+            "commhub_run_cost_usd",
+            "USD agents' runs cost, as reported with report_completion or send_reply.",
+            labels=["network", "agent", "model"],
+        )
+        for network, alias, model, tokens_in, tokens_out, usd in usage_by_network_agent_model():
+            tokens.add_metric([network, alias, model, "in"], tokens_in)
+            tokens.add_metric([network, alias, model, "out"], tokens_out)
+            cost.add_metric([network, alias, model], usd)
+        yield tokens
+        yield cost
 
 
 class _ThisProcess(Collector):
