@@ -42,6 +42,7 @@ from hub_tasks.selectors import (
     task_family,
     task_page,
     task_thread,
+    usage_totals,
 )
 from hub_tools.approvals import Held
 from hub_tools.selectors import approvals_waiting
@@ -423,10 +424,11 @@ def completions_page(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/no_network.html", desk.context())
     rows = completion_feed(actor=desk.actor, network_id=desk.network_id, limit=100)
     hours = completion_hours(actor=desk.actor, network_id=desk.network_id)
+    usage = usage_totals(actor=desk.actor, network_id=desk.network_id)  # runs' tokens and cost, per agent
     return live_page(
         request,
         "dashboard/completions.html",
-        desk.context(completions=rows, chart=bar_chart(hours), section="completions"),
+        desk.context(completions=rows, chart=bar_chart(hours), usage=usage, section="completions"),
     )
 
 
