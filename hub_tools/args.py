@@ -24,8 +24,27 @@ FROM_SESSION = replace(
 TASK_ID = replace(
     P.identifier("A task's id, as sending it answered and its inbox message carries it.", required=True), said_once=True
 )
+# A call's replay key (hub_tools.replays): the reports an agent's node journals and may send again.
+IDEMPOTENCY_KEY = replace(
+    P.identifier("Your key for this call: a repeat with it answers as the first did and records nothing."),
+    said_once=True,
+)
+# A run's usage, stored on the task's attempt (report_completion, send_reply; hub_tasks.usage).
+USAGE = {
+    "tokens_in": replace(P.whole("The run's input tokens.", low=0, high=limits.TOKENS_MAX), said_once=True),
+    "tokens_out": replace(P.whole("The run's output tokens.", low=0, high=limits.TOKENS_MAX), said_once=True),
+    "cost_usd": replace(P.number("The run's cost in USD.", low=0, high=limits.COST_MAX), said_once=True),
+    "model": replace(P.text("The run's model.", limits.MODEL_MAX), said_once=True),
+}
 # Described once, in the MCP server instructions, instead of on each tool that takes them.
-SAID_ONCE = {"alias": ALIAS, "task_id": TASK_ID, "from_session": FROM_SESSION, "network_id": NETWORK_ID}
+SAID_ONCE = {
+    "alias": ALIAS,
+    "task_id": TASK_ID,
+    "from_session": FROM_SESSION,
+    "network_id": NETWORK_ID,
+    "idempotency_key": IDEMPOTENCY_KEY,
+    **USAGE,
+}
 
 
 def limit(what: str, high: int, default: int) -> Param:
