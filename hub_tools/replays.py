@@ -76,7 +76,8 @@ def _network_of(actor: Actor, arguments: dict[str, Any]) -> str:
 def _fingerprint(tool: str, arguments: dict[str, Any]) -> str:
     given = {name: value for name, value in arguments.items() if name != KEY}
     text = json.dumps([tool, given], sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    # surrogatepass: a lone surrogate (refused later, by its argument's check) must not crash the digest.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def replay_keys_prune(*, now: Any = None) -> int:

@@ -652,7 +652,8 @@ def test_sql_and_html_in_every_text_field_are_stored_verbatim_and_shown_escaped(
     session = api.tool("get_session_status", alias=alias)["session"]
     stored_session = {field: session[field] for field in report if field in session}
     assert stored_session == {field: report[field] for field in stored_session}
-    assert set(report) - set(stored_session) == {"node_name"}  # kept on the node, not the session
+    # node_name is kept on the node, not the session; idempotency_key is the call's, kept with its answer.
+    assert set(report) - set(stored_session) == {"node_name", "idempotency_key"}
 
     user = user_get_or_create(username="operator")
     membership_set(user=user, network=network, role="owner")
