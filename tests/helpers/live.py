@@ -122,8 +122,18 @@ def wait_for(condition: Callable[[], Any], *, within: float, what: str, every: f
 
 def restart_hub(hub: Hub) -> None:
     """Stop the hub process and start a new one on the same port (the same URL for the companion)."""
-    hub.process.send_signal(signal.SIGTERM)
+    hub_down(hub, kill=False)
+    hub_up(hub)
+
+
+def hub_down(hub: Hub, *, kill: bool = True) -> None:
+    """Stop the hub: SIGKILL by default, so requests in flight lose their answers as in a real outage."""
+    hub.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
     hub.process.wait(timeout=15)
+
+
+def hub_up(hub: Hub) -> None:
+    """Start the hub again on its port after hub_down."""
     port = hub.url.rsplit(":", 1)[1]
     hub.process = subprocess.Popen(
         [sys.executable, "-m", "commhub.serving", "--bind", "127.0.0.1", "--port", port, "commhub.asgi:application"],

@@ -43,6 +43,7 @@ from commhub_agent.node.outbox import Outbox
 from commhub_agent.node.runtime import ConfigError, Finished, Job, Progress, Run, Runtime, Started, Usage, UsageSoFar
 from commhub_agent.node.runtimes import RUNTIMES
 from commhub_agent.node.workspace import close_workspace, open_workspace, prune_workspaces
+from commhub_agent.process import kill_orphans
 
 WAITING = ("delivered", "acked")  # a task in these states is still to be run
 ANSWER_CONTEXT = "The answer to your question "  # how the hub words an answer's context (hub_tasks.questions)
@@ -50,6 +51,8 @@ STATUS_EVERY = 2.0  # seconds between progress reports of one run (the hub limit
 NODE_REPORT_EVERY = 60.0
 HEARTBEAT_EVERY = 120.0
 STALL_CHOICES = ["kill", "wait", "retry"]
+# The feed events that may mean news in the inbox: a task, or the answer to a question as a reply.
+RINGS = frozenset({"new_task", "task_updated", "new_reply", "new_message", "task_expired", "lease_lost"})
 
 
 def log(message: str) -> None:
@@ -119,6 +122,7 @@ class Delivery:
     verdict: str | None = None  # why the node stopped the run: kill, retry, budget, timeout, stopped
     reports: int = 0
     reported_at: float = 0.0  # when its progress was last reported
+    workspace: Path | None = None  # its folder (worktree top or dir), never pruned while it runs
 
     @property
     def task_id(self) -> str:
@@ -205,7 +209,7 @@ class Agent:
                 async for _id, kind, _frame in self.node.hub.events(self.alias, None):
                     self.sse_up = True
                     backoff.reset()
-                    if kind in ("new_task", "task_updated", "new_message", "reply"):
+                    if kind in RINGS:
                         self.ring()
             except (HubUnavailable, HubRefused) as exc:
                 log(f"{self.alias}: feed interrupted ({exc}); long-polling until it is back")
@@ -284,6 +288,7 @@ class Agent:
         workspace = await anyio.to_thread.run_sync(
             lambda: open_workspace(config, task_id=delivery.task_id, root=self.node.config.state_dir)
         )
+        delivery.workspace = workspace.tree or workspace.path
         session_key = self.node.sessions.key(config, task)
         resume = None
         if session_key not in self.sessions_in_use:  # one run at a time continues a session
@@ -432,7 +437,8 @@ class Agent:
         if not finished.ok and delivery.verdict in ("kill", "timeout", "stopped"):
             text = stop_text(delivery, self.alias, self.config.timeout, self.node.stop_reason) + f"\n{text}"
         if workspace:
-            where = "\n\n--- workspace ---\nbranch: {branch}\nhead: {head}\n{diffstat}".format(**workspace)
+            branch = workspace["branch"] or f"none (detached HEAD; kept in {workspace.get('workspace')})"
+            where = f"\n\n--- workspace ---\nbranch: {branch}\nhead: {workspace['head']}\n{workspace['diffstat']}"
             text = truncate(text, RESULT_MAX - len(where), keep="tail") + where
         completion = {
             "alias": self.alias,
@@ -605,7 +611,9 @@ class Node:
         """Deliveries the previous run of this node started and never finished: it died mid-run."""
         for entry in self.outbox.unfinished():
             alias, task_id, mid = entry["alias"], entry["task_id"], entry["delivery"]
-            log(f"{alias}: task {task_id} was running when the node stopped; failing it as crashed")
+            orphans = kill_orphans("COMMHUB_MESSAGE_ID", mid)
+            left = f" (its run, still going, was stopped: group {', '.join(map(str, orphans))})" if orphans else ""
+            log(f"{alias}: task {task_id} was running when the node stopped; failing it as crashed{left}")
             text = (
                 f"failed: the node {self.config.name} crashed (or was killed) while {alias} ran task {task_id}; "
                 "it was not re-run. retry_task sends it again."
@@ -705,7 +713,12 @@ class Node:
                 await anyio.sleep(1)  # a burst of slot changes becomes one report
             for agent in list(self.agents.values()):
                 await anyio.to_thread.run_sync(
-                    lambda a=agent: prune_workspaces(a.config, root=self.config.state_dir, now=time.time())
+                    lambda a=agent: prune_workspaces(
+                        a.config,
+                        root=self.config.state_dir,
+                        now=time.time(),
+                        active=[d.workspace for d in a.running.values() if d.workspace],
+                    )
                 )
 
     def runtime_versions(self) -> dict[str, str | None]:
