@@ -3,15 +3,19 @@ crashes, stalls, budgets and reloads."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.helpers import metrics
 from tests.helpers.live import hub_down, hub_up, rest, wait_for
 from tests.helpers.node import (
+    STANDINS,
     NodeProcess,
     command_agent,
     git_repository,
@@ -144,9 +148,7 @@ def test_a_killed_node_reports_what_finished_and_fails_what_ran(live_hub, dispat
 def journalled(tmp_path: Path, task_id: str) -> bool:
     """The node's outbox holds the final report of this task (written before it is sent)."""
     outbox = tmp_path / "state" / "outbox.jsonl"
-    return any(
-        '"final":true' in line and f'"task":"{task_id}"' in line for line in outbox.read_text().splitlines()
-    )
+    return any('"final":true' in line and f'"task":"{task_id}"' in line for line in outbox.read_text().splitlines())
 
 
 def answer_next_question(hub, agent, task_id: str, answer: str) -> dict:
@@ -200,3 +202,125 @@ def test_sighup_adds_and_removes_agents_without_touching_a_running_task(live_hub
         node.stop()
     assert rows[running_task]["status"] == "replied" and rows[added]["status"] == "replied"
     assert runs(log) == {running_task: 1, added: 1}
+
+
+RANK = {"high": 0, "normal": 1, "low": 2}
+
+
+def claude_task(n: int) -> tuple[str, tuple[int, int, float]]:
+    """A task for the Claude stand-in, with the usage its transcript is to report: (in, out, USD)."""
+    usage = {"input_tokens": 100 + n, "output_tokens": 10 + n, "cache_read_input_tokens": 5 * n}
+    usage["cache_creation_input_tokens"] = 7
+    cost = round(0.001 * (n + 1), 6)
+    line = json.dumps({"usage": usage, "cost_usd": cost})
+    return f"task {n}\nclaude-standin: {line}", (100 + n + 5 * n + 7, 10 + n, cost)
+
+
+def codex_task(n: int) -> tuple[str, tuple[int, int, None]]:
+    """A task for the Codex stand-in: it writes a file and reports this turn's usage (input tokens
+    count the cached ones, output tokens the reasoning ones, as Codex's own accounting does)."""
+    return f"task {n}\n@codex write notes-{n}.txt note {n}\n@codex usage {1000 + n} 200 {300 + n} 50", (
+        1000 + n,
+        300 + n,
+        None,
+    )
+
+
+def test_six_agents_of_three_runtimes_run_sixty_tasks(live_hub, dispatcher, worker, tmp_path):
+    """Two claude agents (the SDK driving a stand-in CLI), two codex (a stand-in on PATH), two
+    command agents: 60 tasks of mixed priority, each run once in its own worktree; each alias's
+    later tasks resume its first session; the hub's usage equals what the transcripts reported."""
+    repo, log = git_repository(tmp_path / "repo"), tmp_path / "runs.log"
+    claude_dir, codex_dir = tmp_path / "claude", tmp_path / "codex"
+    worktree = {"repository": str(repo), "isolation": "worktree"}
+    agents = {
+        **{
+            f"claude-{n}": {
+                "runtime": "claude",
+                **worktree,
+                "env": {"CLAUDE_STANDIN_DIR": str(claude_dir)},
+                "options": {"cli_path": str(STANDINS / "claude_cli.py")},
+            }
+            for n in (1, 2)
+        },
+        **{
+            f"codex-{n}": {"runtime": "codex", **worktree, "env": {"CODEX_STANDIN_DIR": str(codex_dir)}} for n in (1, 2)
+        },
+        **{f"cmd-{n}": command_agent(repo, log, concurrency=3) for n in (1, 2)},
+    }
+    sent: dict[str, tuple[str, str, int]] = {}  # task id -> alias, priority, n
+    expected: dict[str, tuple[int, int, float | None]] = {}
+    for n in range(60):
+        alias = list(agents)[n % 6]
+        runtime = alias.split("-")[0]
+        text, usage = (
+            claude_task(n)
+            if runtime == "claude"
+            else codex_task(n)
+            if runtime == "codex"
+            else (
+                f"task {n} write",
+                None,
+            )
+        )
+        priority = ("high", "normal", "low")[(n // 6) % 3]
+        task_id = send(live_hub, dispatcher, alias, text, priority=priority)
+        sent[task_id] = (alias, priority, n)
+        if usage:
+            expected[task_id] = usage
+    # Everything is queued before the node starts: each single-slot alias must take its tasks by priority.
+    node = NodeProcess(live_hub, worker, tmp_path / "node.toml", tmp_path / "node.log")
+    node.config.write_text(node_toml(live_hub, tmp_path / "state", agents))
+    node.env = {"PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}"}
+    node.start()
+    try:
+        rows = wait_finished(live_hub, dispatcher, list(sent), within=300)
+    finally:
+        node.stop()
+    for task_id, (alias, _, _) in sent.items():
+        assert rows[task_id]["status"] == "replied", (rows[task_id], node.output()[-3000:])
+        assert f"branch: commhub/{alias}/{task_id}\n" in rows[task_id]["result"], rows[task_id]["result"]
+
+    # Each ran once: the command agents' log, the stand-ins' records of their runs.
+    assert runs(log) == {t: 1 for t, (alias, _, _) in sent.items() if alias.startswith("cmd")}
+    claude_runs = json.loads((claude_dir / "claude-sessions.json").read_text())["runs"]
+    codex_runs = [json.loads(line) for line in (codex_dir / "calls.jsonl").read_text().splitlines()]
+    for records, runtime in ((claude_runs, "claude"), (codex_runs, "codex")):
+        ran = [r["prompt"].split("\n")[0] for r in records]
+        assert sorted(ran) == sorted(f"task {n}" for alias, _, n in sent.values() if alias.startswith(runtime))
+        for alias in (f"{runtime}-1", f"{runtime}-2"):
+            mine = [r for r in records if f"/{alias}/" in r["cwd"]]
+            assert len(mine) == 10, mine
+            # The first task starts a session; each later one resumes it (the stand-in checked it exists).
+            first = mine[0]["session"] if runtime == "claude" else mine[0]["thread_id"]
+            if runtime == "claude":
+                assert mine[0]["resumed"] is None and all(r["resumed"] == first for r in mine[1:]), mine
+            else:
+                assert mine[0]["action"] == "started", mine[0]
+                assert all(r["action"] == "resumed" and r["thread_id"] == first for r in mine[1:]), mine
+            priorities = [sent_priority(sent, r["prompt"]) for r in mine]
+            assert priorities == sorted(priorities, key=RANK.__getitem__), priorities
+
+    # Usage: each attempt carries what its transcript reported; /metrics sums the same.
+    for task_id, (tokens_in, tokens_out, cost) in expected.items():
+        attempt = rest(live_hub, dispatcher, "GET", f"/tasks/{task_id}")["attempts"][-1]
+        assert (attempt["tokens_in"], attempt["tokens_out"]) == (tokens_in, tokens_out), attempt
+        assert attempt["cost_usd"] == pytest.approx(cost) if cost is not None else attempt["cost_usd"] is None
+    scrape = metrics.parse(httpx.get(f"{live_hub.url}/metrics", timeout=30).text)
+    for alias in ("claude-1", "claude-2", "codex-1", "codex-2"):
+        mine = [expected[t] for t, (a, _, _) in sent.items() if a == alias]
+        tokens = metrics.series(scrape, "commhub_run_tokens_total")
+        counted_in = sum(
+            v for labels, v in tokens.items() if ("agent", alias) in labels and ("direction", "in") in labels
+        )
+        assert counted_in == sum(u[0] for u in mine)
+        if alias.startswith("claude"):
+            costs = metrics.series(scrape, "commhub_run_cost_usd_total")
+            assert sum(v for labels, v in costs.items() if ("agent", alias) in labels) == pytest.approx(
+                sum(u[2] for u in mine)
+            )
+
+
+def sent_priority(sent: dict[str, tuple[str, str, int]], prompt: str) -> str:
+    n = int(prompt.split("\n")[0].split()[1])
+    return next(priority for _, priority, m in sent.values() if m == n)

@@ -59,11 +59,13 @@ def log(message: str) -> None:
     print(f"commhub-agent node: {message}", file=sys.stderr, flush=True)
 
 
-def build_runtime(agent: AgentConfig) -> Runtime:
+def build_runtime(agent: AgentConfig, state_dir: Path) -> Runtime:
     key = f"agents.{agent.alias}.options"
     cls = RUNTIMES[agent.runtime]()
     if agent.runtime == "command":
         return cls(agent.options, key=key, command=agent.command)  # type: ignore[call-arg]
+    if agent.runtime == "codex":  # each thread's usage total so far, kept with the node's state
+        return cls(agent.options, key=key, threads_file=state_dir / "codex-threads.json")  # type: ignore[call-arg]
     return cls(agent.options, key=key)
 
 
@@ -143,7 +145,7 @@ class Agent:
 
     def __init__(self, node: Node, config: AgentConfig) -> None:
         self.node, self.config = node, config
-        self.runtime = build_runtime(config)
+        self.runtime = build_runtime(config, node.config.state_dir)
         self.running: dict[str, Delivery] = {}
         self.passed: set[str] = set()  # messages looked at and left alone (not ours to run)
         self.sessions_in_use: set[str] = set()
@@ -163,7 +165,7 @@ class Agent:
 
     def reconfigure(self, config: AgentConfig) -> None:
         """SIGHUP changed this agent: new deliveries run with the new config; running ones go on."""
-        self.runtime = build_runtime(config)
+        self.runtime = build_runtime(config, self.node.config.state_dir)
         self.config = config
         self.ring()
         self.freed.set()
