@@ -151,13 +151,13 @@ def journalled(tmp_path: Path, task_id: str) -> bool:
     return any('"final":true' in line and f'"task":"{task_id}"' in line for line in outbox.read_text().splitlines())
 
 
-def answer_next_question(hub, agent, task_id: str, answer: str) -> dict:
+def answer_next_question(hub, agent, task_id: str, answer: str, options=("kill", "wait", "retry")) -> dict:
     def open_question():
         found = rest(hub, agent, "GET", "/questions", params={"task_id": task_id, "unanswered": "true"})["questions"]
         return next((q for q in found if q["task_id"] == task_id), None)
 
     question = wait_for(open_question, within=30, what=f"a question about {task_id}", every=0.2)
-    assert question["options"] == ["kill", "wait", "retry"], question
+    assert question["options"] == list(options), question
     answered = rest(hub, agent, "POST", f"/questions/{question['question_id']}/answer", json={"answer": answer})
     assert answered["ok"], answered
     return question
@@ -324,3 +324,67 @@ def test_six_agents_of_three_runtimes_run_sixty_tasks(live_hub, dispatcher, work
 def sent_priority(sent: dict[str, tuple[str, str, int]], prompt: str) -> str:
     n = int(prompt.split("\n")[0].split()[1])
     return next(priority for _, priority, m in sent.values() if m == n)
+
+
+def claude_agent(claude_dir: Path, repo: Path, **extra) -> dict:
+    return {
+        "runtime": "claude",
+        "repository": str(repo),
+        "isolation": "worktree",
+        "env": {"CLAUDE_STANDIN_DIR": str(claude_dir)},
+        "options": {"cli_path": str(STANDINS / "claude_cli.py")},
+        **extra,
+    }
+
+
+def test_a_run_past_its_budget_is_stopped_and_failed_with_its_usage(live_hub, dispatcher, worker, tmp_path):
+    """The node stops a run whose reported usage passes the task's token budget; a run the runtime
+    itself stops at the USD budget (the SDK's max_budget_usd) is failed the same way."""
+    repo, claude_dir = git_repository(tmp_path / "repo"), tmp_path / "claude"
+    node = start_node(live_hub, worker, tmp_path, {"claude-b": claude_agent(claude_dir, repo, concurrency=2)})
+    try:
+        usage = {
+            "input_tokens": 400,
+            "output_tokens": 20,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
+        hangs = json.dumps({"scenario": "hang", "usage": usage})
+        over_tokens = send(live_hub, dispatcher, "claude-b", f"spin\nclaude-standin: {hangs}", budget_tokens=50)
+        capped = json.dumps({"scenario": "budget", "cost_usd": 0.07})
+        over_usd = send(live_hub, dispatcher, "claude-b", f"spend\nclaude-standin: {capped}", budget_usd=0.05)
+        rows = wait_finished(live_hub, dispatcher, [over_tokens, over_usd], within=60)
+    finally:
+        node.stop()
+    for task_id in (over_tokens, over_usd):
+        assert rows[task_id]["status"] == "failed", rows[task_id]
+        assert rows[task_id]["result"].startswith("failed: budget exceeded"), rows[task_id]["result"]
+    assert "budget 50 tokens" in rows[over_tokens]["result"] and "400 tokens in, 20 out" in rows[over_tokens]["result"]
+    assert "budget $0.05" in rows[over_usd]["result"] and "$0.07" in rows[over_usd]["result"]
+    attempt = rest(live_hub, dispatcher, "GET", f"/tasks/{over_tokens}")["attempts"][-1]
+    assert (attempt["tokens_in"], attempt["tokens_out"]) == (400, 20), attempt
+    assert not alive(over_tokens)  # the stopped CLI is gone
+
+
+def test_a_tool_use_needing_permission_becomes_a_question_and_the_answer_decides(
+    live_hub, dispatcher, worker, tmp_path
+):
+    repo, claude_dir = git_repository(tmp_path / "repo"), tmp_path / "claude"
+    agent = claude_agent(claude_dir, repo, concurrency=2, options={"cli_path": str(STANDINS / "claude_cli.py")})
+    node = start_node(live_hub, worker, tmp_path, {"claude-p": agent})
+    asks = json.dumps({"scenario": "permission"})
+    try:
+        allowed = send(live_hub, dispatcher, "claude-p", f"build it\nclaude-standin: {asks}")
+        question = answer_next_question(live_hub, dispatcher, allowed, "allow", options=("allow", "deny"))
+        denied = send(live_hub, dispatcher, "claude-p", f"build it again\nclaude-standin: {asks}")
+        answer_next_question(live_hub, dispatcher, denied, "deny", options=("allow", "deny"))
+        rows = wait_finished(live_hub, dispatcher, [allowed, denied], within=60)
+    finally:
+        node.stop()
+    assert question["question"].startswith("Claude wants to use Bash"), question
+    assert rows[allowed]["status"] == "replied" and rows[denied]["status"] == "replied"
+    log = json.loads((claude_dir / "claude-sessions.json").read_text())["log"]
+    assert sorted(line for line in log if line.startswith("permission")) == [
+        "permission Bash allowed",
+        "permission Bash denied",
+    ], log
