@@ -92,6 +92,12 @@ def test_a_retry_leaves_the_failed_attempt_whole_and_opens_a_fresh_one(agent, cl
         "acked_at": None,
         "started_at": None,
         "ended_at": None,
+        # Its run's usage: null until its agent reports it (tests/hub_tasks/test_usage.py).
+        "tokens_in": None,
+        "tokens_out": None,
+        "cost_usd": None,
+        "model": None,
+        "duration_seconds": None,
     }
 
 

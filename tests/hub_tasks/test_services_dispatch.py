@@ -24,7 +24,7 @@ LONG_ID = "a" * 201
 LONG_TEXT = "x" * 10_001
 INBOX_ROW_KEYS = {
     "id", "type", "priority", "content", "context", "from_session", "task_id", "created_at", "network_id",
-    "delivered_at", "delivered_via",
+    "delivered_at", "delivered_via", "budget_usd", "budget_tokens",
 }  # fmt: skip
 
 
@@ -653,6 +653,8 @@ def test_inbox_list_row_shape(agent, network):
         "network_id": network.id,
         "delivered_at": "2026-04-12T10:00:00.000Z",  # this read is the receipt
         "delivered_via": "get_inbox",
+        "budget_usd": None,  # issue 25: the task's caps on a run (none given)
+        "budget_tokens": None,
     }
 
 
