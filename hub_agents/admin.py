@@ -208,8 +208,13 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["node_id", "node_name", "model", "runtime", "network", "last_seen_at"]
-    search_fields = ["node_id", "node_name"]
+    list_display = ["node_id", "node_name", "host", "slots_used", "slots_total", "network", "last_seen_at"]
+    search_fields = ["node_id", "node_name", "host"]
+    # What the node reports of itself (report_node): shown as it said it, changed only by its next report.
+    readonly_fields = [
+        "host", "os", "agent_version", "runtimes", "agents", "slots_total", "slots_used", "reported_at",
+        "created_at",
+    ]  # fmt: skip
 
 
 @admin.register(AuditEntry)

@@ -19,3 +19,9 @@ SKILLS_MAX = 32  # tags one agent (or one open task) may name
 SKILL_MAX = 40  # characters in one tag
 SKILL_PATTERN = r"^[a-z0-9][a-z0-9._+#-]*$"  # e.g. python, c++, c#, k8s, code-review
 CONCURRENT_MAX = 100  # report_status max_concurrent: tasks one agent holds at once (claim_task's limit)
+
+# What a node says of itself (report_node): its runtimes and the agents it hosts, each bounded so one
+# call stays small whatever a node's config holds. Texts in them are at most hub_core.validate.ID_MAX.
+NODE_RUNTIMES_MAX = 20
+NODE_AGENTS_MAX = 500
+NODE_SLOTS_MAX = NODE_AGENTS_MAX * CONCURRENT_MAX  # every agent at its most

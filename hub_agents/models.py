@@ -67,7 +67,7 @@ class ToolProfile(models.TextChoices):
     hub_tools.profiles. Every transport but MCP ignores it: roles say what a token may do."""
 
     CONTRACT = "contract", "contract: the 17 contract tools"
-    AGENT = "agent", "agent: contract, open pool, questions, thread"
+    AGENT = "agent", "agent: contract, open pool, questions, thread, node"
     LEAD = "lead", "lead: agent, answers, approvals, search"
     ALL = "all", "all: every tool"
 
@@ -173,13 +173,25 @@ class AgentSession(models.Model):
 
 
 class Node(models.Model):
-    """A machine agents run on; report_status upserts it when the agent sends a node_id."""
+    """A machine agents run on: report_status upserts it when the agent sends a node_id, and the
+    node's supervisor (`commhub-agent node`) reports itself with report_node."""
 
     network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="nodes")
     node_id = models.CharField(max_length=200)
     node_name = models.CharField(max_length=200, null=True, blank=True)
     model = models.CharField(max_length=200, null=True, blank=True)
     runtime = models.CharField(max_length=200, null=True, blank=True)
+    # What report_node says, as it last said it (null: the node never reported itself, only its agents did).
+    host = models.CharField(max_length=200, null=True, blank=True)
+    os = models.CharField(max_length=200, null=True, blank=True)
+    agent_version = models.CharField(max_length=200, null=True, blank=True, help_text="commhub-agent's version.")
+    runtimes = models.JSONField(null=True, blank=True, help_text="The runtimes it found: [{name, version}].")
+    agents = models.JSONField(
+        null=True, blank=True, help_text="The agents it hosts: [{alias, runtime, concurrency, running, paused}]."
+    )
+    slots_total = models.PositiveIntegerField(null=True, blank=True, help_text="Tasks it may run at once.")
+    slots_used = models.PositiveIntegerField(null=True, blank=True, help_text="Tasks it runs now.")
+    reported_at = models.DateTimeField(null=True, blank=True, help_text="When it last called report_node.")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_seen_at = models.DateTimeField(default=timezone.now)
 

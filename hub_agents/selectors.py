@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, Value,
 from django.utils import timezone
 
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, AuditEntry, Membership, SessionStatus
+from hub_agents.models import AgentSession, AuditEntry, Membership, Node, SessionStatus
 from hub_agents.results import SessionListing
 from hub_core.cursor import Position
 from hub_core.cursor import encode as encode_cursor
@@ -122,6 +123,45 @@ def session_list(
         paged=limit is not None or cursor is not None,
         next_cursor=encode_cursor(tuple(getattr(page[-1], column) for column in SESSION_ORDER)) if more else None,
     )
+
+
+NODE_COLUMNS = (
+    "node_id", "node_name", "host", "os", "agent_version", "runtimes", "agents", "slots_total", "slots_used",
+    "model", "runtime",
+)  # fmt: skip
+
+
+def node_row(node: Node, *, now: datetime) -> dict[str, Any]:
+    """A node as list_nodes and the fleet show it: what it said, how full it is, and whether it is
+    still there (`online`: seen within COMMHUB_OFFLINE_AFTER_SECONDS, the threshold agents go offline
+    after; it is seen when it reports itself and when an agent reports with its node_id)."""
+    row = {column: getattr(node, column) for column in NODE_COLUMNS}
+    row["runtimes"] = node.runtimes or []
+    row["agents"] = node.agents or []
+    row["agent_count"] = len(row["agents"])
+    row["slots_free"] = (
+        max(node.slots_total - node.slots_used, 0)
+        if node.slots_total is not None and node.slots_used is not None
+        else None
+    )
+    row["online"] = node.last_seen_at >= offline_cutoff(now)
+    row["network_id"] = node.network_id
+    row["created_at"] = timestamp(node.created_at)
+    row["reported_at"] = timestamp(node.reported_at) if node.reported_at else None
+    row["last_seen_at"] = timestamp(node.last_seen_at)
+    return row
+
+
+def node_list(*, actor: Actor, network_id: str | None = None, node_ids: Iterable[str] | None = None) -> list[dict]:
+    """list_nodes: the machines the actor's networks' agents run on, by network then name (a node
+    that never said its name: by its id). `node_ids`: only those (the fleet's cards)."""
+    nodes = Node.objects.filter(network_id__in=actor.readable_networks(network_id))
+    if node_ids is not None:
+        nodes = nodes.filter(node_id__in=set(node_ids))
+    now = timezone.now()
+    rows = [node_row(node, now=now) for node in nodes]
+    rows.sort(key=lambda row: (row["network_id"], (row["node_name"] or row["node_id"]).casefold(), row["node_id"]))
+    return rows
 
 
 def session_aliases(*, actor: Actor, network_id: str) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user, get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -23,6 +23,7 @@ from hub_agents.models import (
     AuditEntry,
     Membership,
     Network,
+    Node,
     Role,
     SessionStatus,
     ToolProfile,
@@ -347,5 +348,97 @@ def session_updated_event(session: AgentSession) -> HubEvent:
             "status": session.status,
             "task": session.task,
             "progress": session.progress,
+        },
+    )
+
+
+def require_network_token_for_node(actor: Actor) -> None:
+    """report_node speaks for one machine's agents, and they live in one network (their report_status
+    needs a network token): the node reports with that same token."""
+    if not actor.network_bound:
+        raise HubError(
+            "network_token_required",
+            "report_node speaks for agents of one network: call it with the network token (ntok_…) its agents use.",
+            status=403,
+        )
+
+
+@sealed_atomic
+def node_report(
+    *,
+    actor: Actor,
+    node_id: str,
+    node_name: str | None = None,
+    host: str | None = None,
+    os: str | None = None,
+    agent_version: str | None = None,
+    runtimes: list[dict[str, Any]] | None = None,
+    agents: list[dict[str, Any]] | None = None,
+    slots_total: int | None = None,
+    slots_used: int | None = None,
+    network_id: str | None = None,
+) -> str:
+    """report_node: a node's own heartbeat (`commhub-agent node`). Upserts the node with what it says
+    (a field left out keeps what it said before), and records that each alias it hosts runs on it:
+    their sessions' node_id, which the fleet reads. Answers the node_id."""
+    require_network_token_for_node(actor)
+    network = actor.writable_network(network_id)
+    now = timezone.now()
+    said = {
+        "node_name": node_name,
+        "host": host,
+        "os": os,
+        "agent_version": agent_version,
+        "runtimes": runtimes,
+        "agents": agents,
+        "slots_total": slots_total,
+        "slots_used": slots_used,
+    }
+    given = {field: value for field, value in said.items() if value is not None}
+    # Sessions of the aliases it hosts run here: those that said otherwise move (their cards change).
+    # Locked in key order before the node, the order report_status takes them in (its session, then
+    # its node): a node's report and its agent's heartbeat never wait for each other crosswise. An
+    # alias that never reported has no session yet: its first report_status with this node_id links
+    # it. An alias the node no longer lists keeps its last node: it may run on this machine outside
+    # the node (`commhub-agent run` with a node_id), and would flap between the two otherwise.
+    aliases = sorted({agent["alias"] for agent in agents or ()})
+    moved = list(
+        AgentSession.objects.select_for_update()
+        .filter(network_id=network, alias__in=aliases)
+        .exclude(node_id=node_id)
+        .order_by("pk")
+        .values_list("pk", "alias")
+    )
+    if moved:
+        AgentSession.objects.filter(pk__in=[pk for pk, _ in moved]).update(node_id=node_id)
+    # Locked, so two reports of one node (a retry racing the original) write one after the other.
+    node = Node.objects.select_for_update().filter(network_id=network, node_id=node_id).first()
+    if node is None:
+        try:
+            with transaction.atomic():  # a savepoint: a concurrent first report (or report_status) may insert it
+                node = Node.objects.create(network_id=network, node_id=node_id, created_at=now, last_seen_at=now)
+        except IntegrityError:
+            node = Node.objects.select_for_update().get(network_id=network, node_id=node_id)
+    for field, value in given.items():
+        setattr(node, field, value)
+    node.last_seen_at = node.reported_at = now
+    node.save(update_fields=[*given, "last_seen_at", "reported_at"])
+    linked = sorted({alias for _, alias in moved})
+    publish(node_updated_event(node, linked=linked))
+    return node.node_id
+
+
+def node_updated_event(node: Node, *, linked: list[str]) -> HubEvent:
+    """To the operators: a node reported itself; `linked`: aliases whose sessions now run on it."""
+    return HubEvent(
+        type=EventType.NODE_UPDATED,
+        network_id=node.network_id,
+        audience=(),
+        payload={
+            "node_id": node.node_id,
+            "node_name": node.node_name,
+            "slots_total": node.slots_total,
+            "slots_used": node.slots_used,
+            "linked": linked,
         },
     )

@@ -1,4 +1,5 @@
-"""REST endpoints for agent sessions and their skills, each running one tool (the contract's or the hub's own)."""
+"""REST endpoints for agent sessions and their skills, and the nodes they run on, each running one tool
+(the contract's or the hub's own)."""
 
 from __future__ import annotations
 
@@ -16,4 +17,7 @@ urlpatterns = [
     route("sessions/<str:alias>", Operation("get", "get_session_status"), tag="sessions"),
     route("sessions/<str:alias>/inbox", Operation("get", "get_inbox"), tag="inbox"),
     route("sessions/<str:alias>/inbox/<str:message_id>/ack", Operation("post", "ack_inbox"), tag="inbox"),
+    # Beyond the contract: the machines agents run on (issue 25).
+    route("nodes", Operation("get", "list_nodes"), tag="nodes"),
+    route("nodes/report", Operation("post", "report_node"), tag="nodes"),
 ]

@@ -51,6 +51,7 @@ class EventType(StrEnum):
     APPROVAL_UPDATED = "approval_updated"
     CHANNEL_POST = "channel_post"
     WEBHOOK_DISABLED = "webhook_disabled"
+    NODE_UPDATED = "node_updated"
 
 
 # Each event type's payload keys, exactly: a consumer can rely on every one being present.
@@ -93,6 +94,9 @@ EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
     # To the operators: an outbound webhook subscription failed for too long and was switched off
     # (hub_webhooks); failing_since: when its unbroken failures began; reason: the last failure.
     EventType.WEBHOOK_DISABLED: frozenset({"subscription_id", "url", "reason", "failing_since"}),
+    # To the operators: a node (`commhub-agent node`) reported itself (report_node); linked: the
+    # aliases whose sessions it moved onto this node (their fleet cards change).
+    EventType.NODE_UPDATED: frozenset({"node_id", "node_name", "slots_total", "slots_used", "linked"}),
 }
 
 

@@ -130,3 +130,49 @@ def flag(description: str) -> Param:
         raise invalid_argument(name, f"must be true or false (got {validate.shown(value)})")
 
     return Param({"type": "boolean", "description": description}, parse)
+
+
+def records(description: str, fields: dict[str, Param], *, max_items: int, unique_by: str | None = None) -> Param:
+    """A list of objects, each with `fields` (a Param each: its schema and its parser, as a tool's
+    arguments; the required ones must be there, no other key may be). `unique_by`: a field no two
+    objects may share. A field left out of an object is left out of the parsed one too."""
+    required = [name for name, field in fields.items() if field.required]
+    item = {
+        "type": "object",
+        "properties": {name: field.schema for name, field in fields.items()},
+        "required": required,
+        "additionalProperties": False,
+    }
+    published = {"type": "array", "description": description, "maxItems": max_items, "items": item}
+
+    def parse(name: str, value: object) -> list[dict[str, Any]] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise invalid_argument(name, f"must be a list of objects, not {type(value).__name__}")
+        if len(value) > max_items:
+            raise invalid_argument(name, f"has more than {max_items} items ({len(value)})")
+        parsed = [_record(f"{name}[{index}]", raw, fields, required) for index, raw in enumerate(value)]
+        if unique_by is not None:
+            seen: set[object] = set()
+            for record in parsed:
+                if record[unique_by] in seen:
+                    shown = validate.shown(record[unique_by])
+                    raise invalid_argument(name, f"has two items with {unique_by} {shown}; list each once")
+                seen.add(record[unique_by])
+        return parsed
+
+    return Param(published, parse)
+
+
+def _record(name: str, value: object, fields: dict[str, Param], required: list[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise invalid_argument(name, f"must be an object, not {type(value).__name__}")
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        shown = validate.shown(unknown[0])
+        raise invalid_argument(name, f"has no field {shown} (its fields: {', '.join(fields)})")
+    missing = [field for field in required if value.get(field) is None]
+    if missing:
+        raise invalid_argument(f"{name}.{missing[0]}", "is required")
+    return {field: fields[field].parse(f"{name}.{field}", value[field]) for field in fields if field in value}

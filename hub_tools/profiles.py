@@ -2,7 +2,8 @@
 
 A model reads every tool tools/list names before it does anything, so a caller takes only what it
 needs. Each profile holds the one before it: `contract` (the contract's 17 tools), `agent` (what an
-agent at work calls beyond them: the open pool, a question to a person, a task's thread), `lead`
+agent at work calls beyond them: the open pool, a question to a person, a task's thread, and its
+node's own report), `lead`
 (what whoever dispatches and oversees other agents adds: answering questions, approvals, search) and
 `all` (every tool, channels included: the default). A token has one (ApiToken.tool_profile); a
 connection may narrow it (/mcp?tools=NAME), never widen it. Only MCP reads profiles: roles, not
@@ -19,6 +20,7 @@ _AGENT = (
     "find_agents", "list_open_tasks", "claim_task",  # the open pool
     "ask_operator", "list_questions",  # a question about the task at hand, and its answer
     "get_thread",  # a task picked up from someone else
+    "report_node",  # a machine's supervisor (commhub-agent node) reporting itself
 )  # fmt: skip
 _LEAD = (*_AGENT, "answer_question", "list_approvals", "decide_approval", "search")
 

@@ -119,7 +119,12 @@ def compact_input(schema: Schema, *, describe: bool = True) -> Schema:
             continue
         if key == "description" and not (describe and value):
             continue
-        compact[key] = compact_input(value, describe=False) if key == "items" else value
+        if key == "items":
+            compact[key] = compact_input(value, describe=False)
+        elif key == "properties":  # an object's fields (hub_tools.params.records): their limits, no more
+            compact[key] = {name: compact_input(field, describe=False) for name, field in value.items()}
+        else:
+            compact[key] = value
     return compact
 
 

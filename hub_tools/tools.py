@@ -59,7 +59,7 @@ from hub_tasks.services import (
     task_send,
 )
 from hub_tools import args as A
-from hub_tools import channel_tools, search_tools
+from hub_tools import channel_tools, node_tools, search_tools
 from hub_tools import params as P
 from hub_tools import results as R
 from hub_tools.approvals import approval_decide
@@ -737,8 +737,8 @@ def _build() -> list[Tool]:
             read_only=True,
         ),
     ]
-    # Beyond the contract: channels and search (issue 18), each module its own specs.
-    return [*tools, *channel_tools.specs(), *search_tools.specs()]
+    # Beyond the contract: channels and search (issue 18), nodes (issue 25), each module its own specs.
+    return [*tools, *channel_tools.specs(), *search_tools.specs(), *node_tools.specs()]
 
 
 def _approval_decide(*, actor: Actor, approval_id: str, decision: str, note: str | None) -> Any:

@@ -56,6 +56,7 @@ from tests.helpers.calls import (
     channel_post,
     completion_report,
     message_send,
+    node_report,
     question_ask,
     reply_send,
     session_report,
@@ -69,13 +70,14 @@ from tests.helpers.mcp import call
 from tests.helpers.rest import assert_refused
 
 API = "/api/v1/"
+NODE_AGENT = {"runtime": "command", "concurrency": 1, "running": 0}  # an agent a node hosts, less its alias
 SECRET = "B-SECRET"  # in every text of network B: none of it may reach a caller from A
 VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 
 READ_TOOLS = {
     "get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task",
     "find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread",
-    "channel_list", "channel_info", "channel_read", "search",
+    "channel_list", "channel_info", "channel_read", "search", "list_nodes",
 }  # fmt: skip
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval"}
@@ -123,6 +125,9 @@ ROUTES: dict[str, tuple[str, str]] = {
     "channel_post": ("post", "channels/{channel_id}/posts"),
     # Beyond the contract: search.
     "search": ("get", "search"),
+    # Beyond the contract: nodes.
+    "list_nodes": ("get", "nodes"),
+    "report_node": ("post", "nodes/report"),
 }
 
 # Beyond the tools, REST only: webhooks (hub_tools.webhook_tools), for a network's owners and admins.
@@ -223,6 +228,7 @@ def build_world() -> World:
         session_report(
             actor=a_agent, resume_id=f"{alias}-resume", alias=alias, status="idle", hostname="a-host", skills=["python"]
         )
+    node_report(actor=a_agent, node_id="a-node", host="a-host", agents=[NODE_AGENT | {"alias": "a-coder"}])
     a_live = task_send(actor=a_agent, alias="a-coder", task="A live task", from_session="a-lead")["task_id"]
     a_cancelled = task_send(actor=a_agent, alias="a-coder", task="A old task", from_session="a-lead")["task_id"]
     task_cancel(actor=a_agent, task_id=a_cancelled)
@@ -255,6 +261,9 @@ def build_world() -> World:
             node_id=f"{SECRET}-node",
             skills=["python"],
         )
+    node_report(
+        actor=b_agent, node_id=f"{SECRET}-node", host=f"{SECRET}-host", agents=[NODE_AGENT | {"alias": "b-coder"}]
+    )
     b_live = task_send(
         actor=b_agent, alias="b-coder", task=f"{SECRET} live task", context=f"{SECRET} context", from_session="b-lead"
     )["task_id"]
@@ -590,6 +599,19 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
         {"approval_id": "@b_approval", "decision": "approve"},
         "approval_not_found",
     ),
+    # nodes: B's node (its id and host hold B's secret) hosts b-coder
+    "list_nodes": ("list_nodes", {}, None),
+    "list_nodes-network_b": ("list_nodes", {"network_id": "@b"}, "permission_denied"),
+    "report_node-network_b": (
+        "report_node",
+        {"node_id": f"{SECRET}-node", "slots_used": 1, "network_id": "@b"},
+        "permission_denied",
+    ),
+    "report_node-b_node": (  # B's node id and alias, sent in A: a node of A's own; B's node and b-coder stay
+        "report_node",
+        {"node_id": f"{SECRET}-node", "agents": [NODE_AGENT | {"alias": "b-coder"}]},
+        None,
+    ),
 }
 
 
@@ -658,6 +680,11 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         assert {row["channel_id"] for row in body["channels"]} == set(channels.values_list("pk", flat=True))
     elif tool == "channel_create":  # a channel of A's own, whatever B has
         assert body["network_id"] == a and body["channel_id"] != world.b_channel
+    elif tool == "list_nodes":
+        nodes = Node.objects.filter(network_id=a)
+        assert sorted(row["node_id"] for row in body["nodes"]) == sorted(nodes.values_list("node_id", flat=True))
+    elif tool == "report_node":  # a node of A's own, under the id B's has
+        assert Node.objects.filter(network_id=a, node_id=body["node_id"]).exists()
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -751,6 +778,7 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "channel_leave": {"channel_id": "@a_channel", "alias": "a-helper"},
     "channel_configure": {"channel_id": "@a_channel", "alias": "a-coder", "description": "set by a viewer"},
     "channel_post": {"channel_id": "@a_channel", "alias": "a-coder", "content": "from a viewer"},
+    "report_node": {"node_id": "a-node", "slots_total": 1, "slots_used": 1},
 }
 VIEWER_READS: dict[str, dict[str, Any]] = {
     "get_all_status": {},
@@ -768,6 +796,7 @@ VIEWER_READS: dict[str, dict[str, Any]] = {
     "channel_info": {"channel_id": "@a_channel"},
     "channel_read": {"channel_id": "@a_channel", "alias": "a-coder"},
     "search": {"query": "task"},
+    "list_nodes": {},
 }
 VIEWERS = {
     "viewer_token": "a_viewer",  # a network token with the viewer role
@@ -787,7 +816,7 @@ def check_viewer_write(client: Client, world: World, transport: str, tool: str, 
 
     outcome = invoke(client, transport, getattr(world, VIEWERS[viewer]), tool, viewer_arguments(world, tool, viewer))
 
-    if viewer == "mixed_user_token" and tool == "report_status":  # a user token may never heartbeat
+    if viewer == "mixed_user_token" and tool in ("report_status", "report_node"):  # a user token may never heartbeat
         assert_tool_refused(outcome, "network_token_required")
     else:
         assert assert_tool_refused(outcome, "permission_denied")["message"] == VIEWER_REFUSAL.format(world.a.pk)

@@ -65,3 +65,6 @@ channel_info = _tool("channel_info")
 channel_configure = _tool("channel_configure")
 channel_post = _tool("channel_post")
 channel_read = _tool("channel_read")
+# Beyond the contract: nodes.
+node_report = _tool("report_node")
+node_list = _tool("list_nodes")

@@ -26,12 +26,16 @@ CHANNEL_TOOLS = (
 )  # fmt: skip
 # Issue 18: search (hub_search).
 SEARCH_TOOLS = ("search",)
-EXTENSION_TOOLS = (*POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS, *CHANNEL_TOOLS, *SEARCH_TOOLS)
+# Issue 25: a machine's supervisor (commhub-agent node) reports itself; the fleet lists the machines.
+NODE_TOOLS = ("report_node", "list_nodes")
+EXTENSION_TOOLS = (
+    *POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS, *CHANNEL_TOOLS, *SEARCH_TOOLS, *NODE_TOOLS,
+)  # fmt: skip
 # The extensions that only read (readOnlyHint true); the others write.
 READ_ONLY_EXTENSIONS = frozenset(
     {"find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread", "search"}
 )
-READ_ONLY_EXTENSIONS |= {"channel_list", "channel_info", "channel_read"}
+READ_ONLY_EXTENSIONS |= {"channel_list", "channel_info", "channel_read", "list_nodes"}
 
 
 def assert_contract_first(names: Sequence[str]) -> None:

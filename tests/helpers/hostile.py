@@ -188,9 +188,20 @@ def valid_value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         return st.integers(min_value=schema["minimum"], max_value=schema["maximum"])
     if kind == "number":
         return st.floats(min_value=schema["minimum"], max_value=schema["maximum"])
+    if kind == "array" and schema["items"].get("type") == "object":  # objects (report_node's agents)
+        fields, required = schema["items"]["properties"], schema["items"]["required"]
+        record = st.fixed_dictionaries(
+            {name: _field_value(fields[name]) for name in required},
+            optional={name: _field_value(field) for name, field in fields.items() if name not in required},
+        )
+        return st.lists(record, max_size=3)
     if kind == "array":
         return st.lists(st.text(min_size=1, max_size=10), max_size=3)
     return json_values
+
+
+def _field_value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    return st.booleans() if schema.get("type") == "boolean" else valid_value(schema)
 
 
 def hostile_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:

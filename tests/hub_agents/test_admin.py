@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser, Group
 from django.test import Client
 from django.urls import reverse
 
-from hub_agents.models import ApiToken, AuditEntry, Membership, Network
+from hub_agents.models import ApiToken, AuditEntry, Membership, Network, Node
 from hub_agents.services import (
     actor_for_user,
     membership_set,
@@ -33,6 +33,7 @@ from tests.helpers.calls import (
     approval_decide,
     broadcast_send,
     completion_report,
+    node_report,
     session_report,
     task_cancel,
     task_send,
@@ -518,6 +519,27 @@ def test_the_audit_admin_is_read_only(staff, network):
     )
     entry.refresh_from_db()
     assert (entry.actor, entry.target) == ("system", "alpha")
+
+
+def test_the_node_admin_shows_what_the_node_reported_read_only(staff, agent):
+    node_report(
+        actor=agent, node_id="box-1", host="box1.lan", os="Linux 6.8", agent_version="0.9.0", slots_total=8,
+        slots_used=3, runtimes=[{"name": "codex", "version": "0.58.0"}],
+        agents=[{"alias": "builder", "runtime": "codex", "concurrency": 3, "running": 3}],
+    )  # fmt: skip
+    node = Node.objects.get(node_id="box-1")
+    change_url = reverse("admin:hub_agents_node_change", args=[node.pk])
+
+    body = staff.get(change_url).content.decode()
+    staff.post(change_url, {"node_id": "box-1", "network": node.network_id, "host": "forged", "slots_used": 0})
+
+    for shown in ("box1.lan", "Linux 6.8", "0.9.0", "codex", "builder"):
+        assert shown in body, shown
+    for field in ("host", "os", "agent_version", "runtimes", "agents", "slots_total", "slots_used"):
+        assert f'name="{field}"' not in body, field
+    node.refresh_from_db()
+    assert (node.host, node.slots_used) == ("box1.lan", 3)
+    assert "box1.lan" in staff.get(reverse("admin:hub_agents_node_changelist")).content.decode()
 
 
 # --- every page renders --------------------------------------------------------------------------

@@ -67,6 +67,9 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "channel_configure": ("/api/v1/channels/{channel_id}/configure", "post", "200", []),
     "channel_read": ("/api/v1/channels/{channel_id}/posts", "get", "200", None),
     "channel_post": ("/api/v1/channels/{channel_id}/posts", "post", "201", ["alias", "content"]),
+    # Beyond the contract: nodes.
+    "report_node": ("/api/v1/nodes/report", "post", "200", ["node_id"]),
+    "list_nodes": ("/api/v1/nodes", "get", "200", None),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
     # Beyond the tools: webhooks, for owners and admins (REST only).
@@ -98,6 +101,7 @@ QUERY_PARAMETERS = {
     "channel_read": {"alias", "after", "since", "limit"},
     "webhook_list": {"network_id"},
     "webhook_deliveries": {"limit"},
+    "list_nodes": {"network_id"},
 }
 REFUSALS = ["400", "401", "403", "404", "409"]
 

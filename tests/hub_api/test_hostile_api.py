@@ -116,6 +116,9 @@ ENDPOINTS = [
     Endpoint("post", "channels/<str:channel_id>/configure", "channel_configure"),
     Endpoint("get", "channels/<str:channel_id>/posts", "channel_read"),
     Endpoint("post", "channels/<str:channel_id>/posts", "channel_post"),
+    # Beyond the contract: nodes.
+    Endpoint("get", "nodes", "list_nodes"),
+    Endpoint("post", "nodes/report", "report_node"),
     # Beyond the tools: webhooks (REST only; the fuzzing token is a member's, so every one that gets
     # past its arguments is refused: no URL is resolved).
     Endpoint("get", "webhooks", "webhook_list"),
@@ -447,6 +450,7 @@ BASE_BODIES = {
     "channel_leave": {"alias": "coder"},
     "channel_configure": {"alias": "coder"},
     "channel_post": {"alias": "coder", "content": "hi"},
+    "report_node": {"node_id": "box-1"},
     "webhook_create": {"url": "https://example.com/hook"},
     "webhook_enable": {},
     "webhook_disable": {},

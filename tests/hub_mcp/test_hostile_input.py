@@ -302,6 +302,9 @@ def base_arguments(world: World) -> dict[str, dict[str, Any]]:
         "channel_configure": {"channel_id": "chn_0000000000000000", "alias": "coder"},
         "channel_post": {"channel_id": "chn_0000000000000000", "alias": "coder", "content": "hi"},
         "channel_read": {"channel_id": "chn_0000000000000000", "alias": "coder"},
+        # Nodes.
+        "report_node": {"node_id": "box-1"},
+        "list_nodes": {},
     }
 
 
@@ -314,6 +317,7 @@ def test_every_tool_has_base_arguments_that_it_accepts(client: Client, world: Wo
         "get_thread",
         *("channel_create", "channel_list"),
         "search",
+        *("report_node", "list_nodes"),
     ):
         assert tool_outcome(client, world.token, tool, base_arguments(world)[tool], version=None)["ok"] is True
 
