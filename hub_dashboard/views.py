@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from hub_agents import limits as agent_limits
 from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.models import Network, SessionStatus
-from hub_agents.selectors import audit_list, network_landing, session_aliases
+from hub_agents.selectors import audit_list, network_landing, node_list, session_aliases
 from hub_agents.services import actor_for_user, network_choose, network_default_for
 from hub_core import validate
 from hub_core.errors import HubError
@@ -54,7 +54,7 @@ QUESTIONS_SHOWN = 100  # on the questions page: every unanswered one first
 AUDIT_PER_PAGE = 100
 FRAGMENTS = frozenset(
     {"fleet", "pool", "tasks", "task", "completions", "questions", "questions_count", "approvals", "approvals_count"}
-    | {"channels", "channel_posts"}
+    | {"channels", "channel_posts", "nodes"}
 )  # the pages' live regions
 # The fleet table's sorts: `?sort=<key>` (or `-<key>`, reversed). Problems first (the default, cards
 # and table), stalest first, longest-running first: the orders that find a stuck agent at the top.
@@ -129,6 +129,9 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
+    nodes = node_list(actor=desk.actor, network_id=desk.network_id)
+    if request.GET.get("fragment") == "nodes":  # a node reported: its strip alone, not the whole fleet
+        return live_page(request, "dashboard/fleet.html", desk.context(nodes=nodes))
     # ?only=ALIAS: a live update of one alias's cards (and the counts), not the whole fleet.
     listed = fleet(actor=desk.actor, network_id=desk.network_id, alias=request.GET.get("only") or None)
     sessions = listed["sessions"]
@@ -164,6 +167,7 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
             skills=skills,
             skill=skill,
             pool=pool,
+            nodes=nodes,
             view=view,
             sort=sort,
             section="fleet",

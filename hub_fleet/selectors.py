@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, SessionStatus
-from hub_agents.selectors import session_list, session_row, with_effective_status
+from hub_agents.selectors import node_list, session_list, session_row, with_effective_status
 from hub_fleet.results import SessionDetail
 from hub_tasks.models import POOL, Completion, InboxMessage, Task, TaskStatus
 
@@ -44,16 +44,25 @@ def session_get(*, actor: Actor, alias: str, network_id: str | None = None) -> S
 
 
 def fleet(*, actor: Actor, network_id: str, alias: str | None = None) -> dict[str, Any]:
-    """The dashboard's fleet: every session (or only `alias`'s) with its pending inbox, online ones
-    first, and the counts by status over the whole network."""
+    """The dashboard's fleet: every session (or only `alias`'s) with its pending inbox, its current task
+    and its node (None: it never named one, or its node is unknown), problems first, and the counts by
+    status over the whole network."""
     listed = session_list(actor=actor, network_id=network_id, alias=alias)
     inbox = InboxMessage.objects.filter(network_id=network_id, acked_at__isnull=True)
     if alias is not None:
         inbox = inbox.filter(to_alias=alias)
     pending = dict(inbox.values_list("to_alias").annotate(count=Count("id")))
     current = _current_tasks(network_id=network_id, sessions=listed.sessions)
+    # The machine each runs on (report_node, or report_status with a node_id): one query for the cards.
+    wanted = {row["node_id"] for row in listed.sessions if row["node_id"]}
+    nodes = {node["node_id"]: node for node in node_list(actor=actor, network_id=network_id, node_ids=wanted)}
     sessions = [
-        {**row, "inbox_pending": pending.get(row["alias"], 0), "current_task": current.get(row["resume_id"])}
+        {
+            **row,
+            "inbox_pending": pending.get(row["alias"], 0),
+            "current_task": current.get(row["resume_id"]),
+            "node": nodes.get(row["node_id"] or ""),
+        }
         for row in listed.sessions
     ]
     sessions.sort(key=lambda row: (problem_rank(row), row["alias"]))

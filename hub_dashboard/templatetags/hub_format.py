@@ -7,6 +7,7 @@ when `end` is empty. Relative text keeps rows to one line; the hover keeps the e
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 from django import template
@@ -121,3 +122,18 @@ def last_line(text: str | None) -> str:
 def tail(text: str | None, count: int = 15) -> str:
     """The last `count` lines of an agent's reported output."""
     return "\n".join((text or "").rstrip().splitlines()[-int(count) :])
+
+
+@register.filter
+def node_anchor(node_id: str | None) -> str:
+    """The id of a node's entry in the fleet page's node strip, for any node_id (which may hold any
+    character): agents' cards link to it."""
+    return "node-" + hashlib.sha256((node_id or "").encode()).hexdigest()[:12]
+
+
+@register.filter
+def percent_of(part: int | None, whole: int | None) -> int:
+    """`part` as a whole percentage of `whole`, 0 to 100 (a node's slots in use)."""
+    if not part or not whole:
+        return 0
+    return max(0, min(100, round(100 * part / whole)))

@@ -186,7 +186,9 @@ for (const select of document.querySelectorAll("form.switcher select")) {
       const name = region.dataset.live;
       if (name === "fleet") {
         // A session's card; a task or message changes its addressee's inbox count.
-        const aliases = new Set([p.alias, p.to_name, p.asked_by, ...(Array.isArray(frame.to) ? frame.to : [])].filter(Boolean));
+        // A node's report moves the cards of the aliases it newly hosts (their node changed).
+        const linked = frame.type === "node_updated" && Array.isArray(p.linked) ? p.linked : [];
+        const aliases = new Set([p.alias, p.to_name, p.asked_by, ...linked, ...(Array.isArray(frame.to) ? frame.to : [])].filter(Boolean));
         for (const alias of aliases) want(name, alias);
       } else if (name === "questions" || name === "questions_count") {
         if (frame.type === "question_asked" || frame.type === "question_answered") want(name);
@@ -196,6 +198,8 @@ for (const select of document.querySelectorAll("form.switcher select")) {
         if (frame.type === "channel_post") want(name); // a row's last post and position
       } else if (name === "channel_posts") {
         if (frame.type === "channel_post" && p.channel_id === channelPage) want(name);
+      } else if (name === "nodes") {
+        if (frame.type === "node_updated") want(name); // a node's slots, agents or runtimes
       } else if (name === "pool") {
         // Posted, claimed (created → acked), ended or back in the pool: the open tasks changed.
         if (frame.type === "new_open_task" || frame.type === "task_expired" || (frame.type === "task_updated" && (p.from_status === "created" || p.to_status === "created"))) want(name);
