@@ -55,7 +55,19 @@ class EventType(StrEnum):
 
 
 # Each event type's payload keys, exactly: a consumer can rely on every one being present.
-_INBOX_KEYS = ("message_id", "type", "priority", "content", "from_session", "task_id")
+# context and the task's budgets too: a supervisor (commhub-agent node) starts the run from the push
+# alone, without a get_inbox round trip (budgets are null for what is not a task).
+_INBOX_KEYS = (
+    "message_id",
+    "type",
+    "priority",
+    "content",
+    "context",
+    "from_session",
+    "task_id",
+    "budget_usd",
+    "budget_tokens",
+)
 EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
     EventType.NEW_TASK: frozenset(_INBOX_KEYS),
     EventType.NEW_MESSAGE: frozenset(_INBOX_KEYS),

@@ -235,8 +235,11 @@ def inbox_deliver(
                     "type": type,
                     "priority": priority,
                     "content": content,
+                    "context": context,
                     "from_session": from_session,
                     "task_id": task.task_id if task else None,
+                    "budget_usd": task.budget_usd if task else None,
+                    "budget_tokens": task.budget_tokens if task else None,
                 },
             )
         )

@@ -29,6 +29,7 @@ def operators_feed(network) -> list[tuple[int, str]]:
 
 def message(network, content: str) -> HubEvent:
     keys = {"message_id": "m", "type": "message", "priority": "normal", "from_session": "hub", "task_id": None}
+    keys.update(context=None, budget_usd=None, budget_tokens=None)
     return HubEvent(EventType.NEW_MESSAGE, network.id, ("coder",), {**keys, "content": content})
 
 

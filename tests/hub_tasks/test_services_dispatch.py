@@ -299,7 +299,9 @@ def test_task_send_user_token_cannot_write_where_it_may_not(make_actor, network,
 
 def test_task_send_pushes_new_task_to_the_alias(agent, network, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        sent = task_send(actor=agent, alias="coder", task="t", priority="high", from_session="lead")
+        sent = task_send(
+            actor=agent, alias="coder", task="t", priority="high", from_session="lead", context="c", budget_tokens=9
+        )
 
     (event,) = published
     assert (event.type, event.network_id, event.audience) == (EventType.NEW_TASK, network.id, ("coder",))
@@ -309,8 +311,12 @@ def test_task_send_pushes_new_task_to_the_alias(agent, network, published, djang
         "type": "task",
         "priority": "high",
         "content": "t",
+        "context": "c",
         "from_session": "lead",
         "task_id": sent["task_id"],
+        # Everything a supervisor needs to start the run from the push alone (commhub-agent node).
+        "budget_usd": None,
+        "budget_tokens": 9,
     }
 
 
@@ -380,8 +386,11 @@ def test_message_send_pushes_new_message(agent, network, published, django_captu
         "type": "message",
         "priority": "normal",
         "content": "hi",
+        "context": None,
         "from_session": "lead",
         "task_id": None,
+        "budget_usd": None,
+        "budget_tokens": None,
     }
     assert set(event.payload) == EVENT_SCHEMA[EventType.NEW_MESSAGE]
 
