@@ -45,14 +45,17 @@ from commhub_agent.node.runtimes import RUNTIMES
 from commhub_agent.node.workspace import close_workspace, open_workspace, prune_workspaces
 from commhub_agent.process import kill_orphans
 
-WAITING = ("delivered", "acked")  # a task in these states is still to be run
 ANSWER_CONTEXT = "The answer to your question "  # how the hub words an answer's context (hub_tasks.questions)
 STATUS_EVERY = 2.0  # seconds between progress reports of one run (the hub limits writes; the latest wins)
 NODE_REPORT_EVERY = 60.0
 HEARTBEAT_EVERY = 120.0
 STALL_CHOICES = ["kill", "wait", "retry"]
-# The feed events that may mean news in the inbox: a task, or the answer to a question as a reply.
-RINGS = frozenset({"new_task", "task_updated", "new_reply", "new_message", "task_expired", "lease_lost"})
+# The feed events that put something in the inbox: a task, or a reply (the answer to a question).
+INBOX_EVENTS = frozenset({"new_task", "new_reply", "new_message"})
+# A new_task push with these keys holds all a run needs (hub_core.events): it starts without get_inbox.
+PUSHED_KEYS = frozenset(
+    {"message_id", "type", "priority", "content", "context", "from_session", "task_id", "budget_usd", "budget_tokens"}
+)
 
 
 def log(message: str) -> None:
@@ -153,6 +156,8 @@ class Agent:
         self.fetching = anyio.CancelScope()
         self.doorbell = anyio.Event()
         self.doorbell.set()  # at start: whatever queued while nobody was there
+        self.fetch = True  # the inbox may hold what no push announced: get_inbox at the next round
+        self.pushed: list[dict[str, Any]] = []  # tasks the feed pushed, complete: run without a fetch
         self.freed = anyio.Event()
         self.sse_up = False
 
@@ -160,7 +165,8 @@ class Agent:
     def alias(self) -> str:
         return self.config.alias
 
-    def ring(self) -> None:
+    def ring(self, *, fetch: bool = True) -> None:
+        self.fetch = self.fetch or fetch
         self.doorbell.set()
 
     def reconfigure(self, config: AgentConfig) -> None:
@@ -208,10 +214,16 @@ class Agent:
         backoff = Backoff()
         while True:
             try:
-                async for _id, kind, _frame in self.node.hub.events(self.alias, None):
+                async for _id, kind, frame in self.node.hub.events(self.alias, None):
                     self.sse_up = True
                     backoff.reset()
-                    if kind in RINGS:
+                    payload = frame.get("payload") or {}
+                    if kind == "new_task" and PUSHED_KEYS <= payload.keys():
+                        self.pushed.append(
+                            {"id": payload["message_id"], **{k: payload[k] for k in PUSHED_KEYS - {"message_id"}}}
+                        )
+                        self.ring(fetch=False)
+                    elif news(kind, payload, self.alias):
                         self.ring()
             except (HubUnavailable, HubRefused) as exc:
                 log(f"{self.alias}: feed interrupted ({exc}); long-polling until it is back")
@@ -228,6 +240,10 @@ class Agent:
             else:
                 wait = 20  # long-poll: the fallback while the feed is down
         self.doorbell = anyio.Event()  # a ring while get_inbox is under way is news for the next round
+        pushed, self.pushed = [m for m in self.pushed if self.new(m["id"])], []
+        if pushed and not self.fetch and len(pushed) <= slots:
+            return pushed  # the push said it all: no get_inbox round trip before the ack
+        self.fetch = False
         inbox = await self.node.retry(
             lambda: self.node.hub.call("get_inbox", alias=self.alias, limit=100, wait_seconds=wait or None)
         )
@@ -236,7 +252,7 @@ class Agent:
         fresh = []
         for message in inbox["messages"]:
             mid = message["id"]
-            if mid in self.running or mid in self.passed or mid in self.node.outbox.started:
+            if not self.new(mid):
                 continue
             if message.get("type") == "task":
                 fresh.append(message)
@@ -248,25 +264,32 @@ class Agent:
             self.ring()  # more waits than there are slots: the next freed slot fetches at once
         return fresh[:slots]
 
+    def new(self, message_id: str) -> bool:
+        return not (message_id in self.running or message_id in self.passed or message_id in self.node.outbox.started)
+
     # --- one delivery
 
     async def deliver(self, message: dict[str, Any]) -> None:
+        """Take the delivery (ack_inbox), then run it. No get_task first: the hub withdraws the inbox
+        row of a task cancelled or reassigned, so an ack that succeeds means the task is ours to run,
+        and the inbox row carries what the run needs (text, context, priority, budgets)."""
         delivery = self.running[message["id"]]
+        delivery.task = {
+            "task_id": message.get("task_id") or message["id"],
+            "to_name": self.alias,
+            **{key: message.get(key) for key in ("content", "context", "priority", "budget_usd", "budget_tokens")},
+        }
         try:
-            task_id = message.get("task_id") or message["id"]
-            answer = await self.node.retry(lambda: self.node.hub.call("get_task", task_id=task_id))
-            task = answer.get("task") or {}
-            if not answer.get("ok") or task.get("status") not in WAITING or task.get("to_name") != self.alias:
-                self.passed.add(delivery.message_id)
-                return  # cancelled, reassigned or finished meanwhile: nothing to run
-            delivery.task = task
             with anyio.CancelScope(shield=True):  # an ack the hub made must reach the journal
                 if not await self.take(delivery.message_id):
                     self.passed.add(delivery.message_id)
-                    return  # another node of this alias took it first
+                    return  # withdrawn meanwhile (cancelled, reassigned) or taken by another node
                 self.node.outbox.begin(
                     delivery.message_id, alias=self.alias, task_id=delivery.task_id, sender=delivery.sender
                 )
+            if self.config.session == "chain":  # the parent chain is on the task, not the inbox row
+                found = await self.node.retry(lambda: self.node.hub.call("get_task", task_id=delivery.task_id))
+                delivery.task["parent_task_id"] = (found.get("task") or {}).get("parent_task_id")
             await self.execute(delivery)
         finally:
             self.running.pop(delivery.message_id, None)
@@ -469,6 +492,16 @@ class Agent:
             )
         reports.append((delivery.key("completion"), "report_completion", completion))
         self.node.outbox.put(*reports, delivery=delivery.message_id, final=True)
+
+
+def news(kind: str, payload: dict[str, Any], alias: str) -> bool:
+    """A feed event that may put work in this alias's inbox. Not its own ack or reports (a task_updated
+    to acked, running, replied): those would cost a get_inbox each and find nothing new."""
+    if kind in INBOX_EVENTS:
+        return True
+    if kind in ("task_updated", "lease_lost", "task_expired"):
+        return payload.get("to_status") in (None, "delivered") and payload.get("to_name") in (None, alias)
+    return False
 
 
 def over_budget(usage: Usage, job: Job) -> bool:
