@@ -10,8 +10,10 @@ Blocking calls (git, rmtree): the node runs them in a worker thread.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -26,11 +28,14 @@ from commhub_agent.state import safe_name
 BRANCH_PREFIX = "commhub"
 DIFFSTAT_MAX = 2048
 COMMITTER = ("commhub-agent", "commhub-agent@localhost")
+# A ref component git cannot refuse: no "..", no ".lock" at the end, no dot at either end.
+PLAIN_REF = re.compile(r"(?!.*\.\.)(?!.*\.lock$)[A-Za-z0-9_-](?:[A-Za-z0-9_.-]*[A-Za-z0-9_-])?")
 GIT_TIMEOUT = 300.0  # a worktree add checks out the whole tree: generous for a large repository
 
 # Worktree add / remove / prune of one repository, one at a time: git's own locks make a concurrent
 # second call fail rather than wait, and the node opens workspaces for several tasks at once.
 _repo_locks: dict[Path, threading.Lock] = {}
+_lock_keys: dict[Path, Path] = {}  # a folder -> its repository's git directory (asked of git once)
 _repo_locks_guard = threading.Lock()
 
 
@@ -116,7 +121,10 @@ def path_component(text: str) -> str:
 
 def branch_name(alias: str, task_id: str) -> str:
     """commhub/<alias>/<task_id>, each part a valid ref component (git check-ref-format's rules)."""
-    name = f"{BRANCH_PREFIX}/{_ref_component(alias)}/{_ref_component(task_id)}"
+    parts = (_ref_component(alias), _ref_component(task_id))
+    name = f"{BRANCH_PREFIX}/{parts[0]}/{parts[1]}"
+    if all(PLAIN_REF.fullmatch(part) for part in parts):
+        return name  # letters, digits, - _ and inner dots: nothing check-ref-format refuses (no process)
     done = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True, text=True)
     if done.returncode != 0:
         raise WorkspaceError(f"no valid branch name for task {task_id!r} of {alias!r}: {name!r}")
@@ -152,10 +160,21 @@ def _open_worktree(agent: AgentConfig, *, task_id: str, root: Path) -> Workspace
         raise WorkspaceError(f"{agent.alias}: isolation worktree needs a repository")
     branch = branch_name(agent.alias, task_id)
     tree = root / "worktrees" / path_component(agent.alias) / path_component(task_id)
-    prefix = _git(repository, "rev-parse", "--show-prefix").strip()  # the repository may be a subfolder
+    prefix = _prefix(repository)  # the repository may be a subfolder
     with _repo_lock(repository):
         head = _git(repository, "rev-parse", "--verify", "HEAD^{commit}", what="the repository has no commit yet")
         head = head.strip()
+        if not tree.exists():
+            # The common case, a task's first attempt here: one `worktree add` (each git call is a process,
+            # a few ms: this path is the node's start-up latency for every task). A branch left by an
+            # earlier attempt, or a stale registration, makes it fail: then the careful path below.
+            tree.parent.mkdir(parents=True, exist_ok=True)
+            added = _git(repository, "worktree", "add", "-q", "-b", branch, str(tree), head, status=True)
+            if added == "0":
+                return Workspace(
+                    path=tree / prefix if prefix else tree, branch=branch, base=head, task_id=task_id, tree=tree
+                )
+            shutil.rmtree(tree, ignore_errors=True)
         _git(repository, "worktree", "prune")  # forget worktrees deleted by hand, or git refuses their branch
         registered = _worktrees(repository)
         if tree.exists() and registered.get(tree.resolve()) == f"refs/heads/{branch}":
@@ -282,11 +301,18 @@ def _common_dir(path: Path) -> Path | None:
     return (path / common).resolve() if common else None  # relative to `path` unless absolute
 
 
+@functools.lru_cache(maxsize=256)
+def _prefix(repository: Path) -> str:
+    """Where the repository folder is inside its git work tree ("" at its top); fixed for a folder."""
+    return _git(repository, "rev-parse", "--show-prefix").strip()
+
+
 def _repo_lock(path: Path) -> threading.Lock:
     """The lock of the repository `path` is in (its main folder, a worktree or its git directory)."""
-    key = _common_dir(path) or path.resolve()
     with _repo_locks_guard:
-        return _repo_locks.setdefault(key, threading.Lock())
+        if path not in _lock_keys:
+            _lock_keys[path] = _common_dir(path) or path.resolve()
+        return _repo_locks.setdefault(_lock_keys[path], threading.Lock())
 
 
 def _git(
