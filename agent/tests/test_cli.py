@@ -13,14 +13,15 @@ import time
 
 import pytest
 from commhub_agent.cli import main
+from gitrepo import isolate_git, make_repo
 
 
-def test_help_names_the_three_modes(capsys):
+def test_help_names_the_four_modes(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert "channel" in out and "run" in out and "hook" in out and "COMMHUB_TOKEN" in out
+    assert "node" in out and "channel" in out and "run" in out and "hook" in out and "COMMHUB_TOKEN" in out
 
 
 def test_the_installed_command_answers_help():
@@ -132,3 +133,40 @@ def test_the_runner_says_where_it_runs_and_what_in_one_line(tmp_path):
         "commhub-agent run: started: hub http://127.0.0.1:1, alias coder, concurrency 2, command codex exec 'fix it'"
     )
     assert not any(line.startswith("commhub-agent run: started") for line in rest)
+
+
+def test_a_bad_node_config_is_refused_at_start_with_its_file_key_and_reason(tmp_path):
+    config = tmp_path / "node.toml"
+    config.write_text(
+        '[node]\nhub = "http://127.0.0.1:1"\n[agents.coder]\nruntime = "command"\n'
+        'command = ["true"]\nisolation = "tree"\n'
+    )
+    done = _companion("node", "--config", str(config), COMMHUB_TOKEN="ntok_x")
+    assert done.returncode == 2, done
+    assert done.stderr.strip() == (
+        f'commhub-agent node: {config}: agents.coder.isolation: must be one of worktree, dir, none (got "tree")'
+    )
+
+
+def test_a_node_without_its_token_is_refused(tmp_path):
+    config = tmp_path / "node.toml"
+    config.write_text('[node]\nhub = "http://127.0.0.1:1"\n[agents.coder]\nruntime = "command"\ncommand = ["true"]\n')
+    done = _companion("node", "--config", str(config))
+    assert done.returncode == 2 and "COMMHUB_TOKEN" in done.stderr, done
+
+
+def test_node_init_writes_a_starter_config_that_loads_and_never_overwrites(tmp_path, monkeypatch):
+    isolate_git(monkeypatch)
+    from commhub_agent.node.config import load_config
+
+    config = tmp_path / "node.toml"
+    done = _companion("node", "init", "--config", str(config), "--hub", "http://127.0.0.1:1")
+    assert done.returncode == 0, done
+    assert f"wrote {config}" in done.stdout and "agent CLIs found" in done.stdout
+    text = config.read_text()
+    assert text.startswith("# node.toml") and 'hub = "http://127.0.0.1:1"' in text
+    repository = make_repo(tmp_path / "project")
+    config.write_text(text.replace('"~/src/project"', f'"{repository}"'))
+    assert load_config(config).agents  # the starter loads once its folder exists
+    again = _companion("node", "init", "--config", str(config))
+    assert again.returncode == 2 and "exists" in again.stderr and "--force" in again.stderr, again

@@ -388,3 +388,23 @@ def test_a_tool_use_needing_permission_becomes_a_question_and_the_answer_decides
         "permission Bash allowed",
         "permission Bash denied",
     ], log
+
+
+def test_sigterm_drains_lets_short_runs_finish_and_fails_the_rest_with_a_retry_hint(
+    live_hub, dispatcher, worker, tmp_path
+):
+    repo, log = git_repository(tmp_path / "repo"), tmp_path / "runs.log"
+    node = start_node(live_hub, worker, tmp_path, {"cmd": command_agent(repo, log, concurrency=2)}, stop_grace=3)
+    short = send(live_hub, dispatcher, "cmd", "short sleep 1.5")
+    long = send(live_hub, dispatcher, "cmd", "long sleep 120")
+    wait_for(lambda: running(live_hub, dispatcher, [short, long]), within=30, what="both running")
+    node.signal(signal.SIGTERM)
+    time.sleep(0.5)
+    late = send(live_hub, dispatcher, "cmd", "sent while draining")
+    assert node.stop(timeout=30) == 0
+    rows = wait_finished(live_hub, dispatcher, [short, long], within=10)
+    assert rows[short]["status"] == "replied", rows[short]
+    assert rows[long]["status"] == "failed", rows[long]
+    assert "node stopped (SIGTERM)" in rows[long]["result"] and "retry_task" in rows[long]["result"]
+    assert task(live_hub, dispatcher, late)["status"] == "delivered"  # no new task once draining
+    assert not alive(long)
