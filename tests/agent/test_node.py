@@ -275,8 +275,16 @@ def test_six_agents_of_three_runtimes_run_sixty_tasks(live_hub, dispatcher, work
     node.start()
     try:
         rows = wait_finished(live_hub, dispatcher, list(sent), within=300)
+        # The node on the hub: its host, runtimes with versions, agents and slots (10 in all).
+        (machine,) = rest(live_hub, dispatcher, "GET", "/nodes")["nodes"]
+        sessions = [rest(live_hub, dispatcher, "GET", f"/sessions/{alias}")["session"] for alias in agents]
     finally:
         node.stop()
+    assert (machine["node_id"], machine["slots_total"], machine["agent_count"]) == ("test-node", 10, 6), machine
+    # Each tool asked as its runtime runs it: the stand-ins answer --version as the real CLIs do.
+    versions = {r["name"]: r["version"] for r in machine["runtimes"]}
+    assert versions == {"claude": "2.1.332", "codex": "0.171.0"}, versions
+    assert all(s["node_id"] == "test-node" for s in sessions), sessions
     for task_id, (alias, _, _) in sent.items():
         assert rows[task_id]["status"] == "replied", (rows[task_id], node.output()[-3000:])
         assert f"branch: commhub/{alias}/{task_id}\n" in rows[task_id]["result"], rows[task_id]["result"]

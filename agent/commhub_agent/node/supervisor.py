@@ -757,13 +757,17 @@ class Node:
                 )
 
     def runtime_versions(self) -> dict[str, str | None]:
+        """The version of each agent tool the agents use, asked as each runtime runs it (an agent's
+        options may name its own binary); a command has no tool of its own to ask."""
         versions = {}
-        for name in sorted({a.runtime for a in self.config.agents.values()}):
+        for agent in self.config.agents.values():
+            if agent.runtime == "command" or agent.runtime in versions:
+                continue
             try:
-                versions[name] = RUNTIMES[name]().version(None)
+                versions[agent.runtime] = RUNTIMES[agent.runtime]().version(agent.options)
             except Exception as exc:  # a version is shown, never needed: a broken probe is logged
-                log(f"{name}: no version ({exc})")
-                versions[name] = None
+                log(f"{agent.runtime}: no version ({exc})")
+                versions[agent.runtime] = None
         return versions
 
     async def report_node(self, *, offline: bool = False) -> None:
