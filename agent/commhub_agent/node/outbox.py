@@ -164,6 +164,9 @@ class Outbox:
             self._write([{"op": "sent", "seq": report.seq}], sync=False)  # lost: resent with its key, harmless
             if not self.pending and self.path.stat().st_size > COMPACT_AFTER:
                 self._compact()
+                # A key is looked up only to put a crash's reports once (Node.recover): those of a
+                # delivery still running are never put before it ends, so the sent ones can go.
+                self.keys = set()
 
     async def drained(self) -> None:
         await self.idle.wait()
