@@ -80,6 +80,7 @@ def running(hub, agent, ids: list[str]) -> bool:
     return all(task(hub, agent, t)["status"] == "running" for t in ids)
 
 
+@pytest.mark.slow  # two minutes of outage: started first, so the other worker is not left waiting at the end
 def test_an_outage_of_the_hub_loses_no_report_and_fails_no_finished_task(live_hub, dispatcher, worker, tmp_path):
     """The hub is killed for two minutes while tasks run: they finish meanwhile; once it is back,
     every report arrives once, in order, and each task is replied, none failed as crashed."""
