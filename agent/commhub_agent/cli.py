@@ -11,9 +11,10 @@ from typing import NoReturn
 
 from commhub_agent import __version__
 
-EPILOG = """The hub's token comes from COMMHUB_TOKEN, its URL from --hub or COMMHUB_URL.
-State (the channel's feed position, the runner's journal, the hook's shown ids) is kept in
---state-dir, by default $COMMHUB_AGENT_STATE_DIR or ~/.local/state/commhub-agent."""
+EPILOG = """The hub's token comes from COMMHUB_TOKEN, its URL from --hub or COMMHUB_URL (the node: its
+config's [node] hub). State (the channel's feed position, the runner's journal, the hook's shown ids)
+is kept in --state-dir, by default $COMMHUB_AGENT_STATE_DIR or ~/.local/state/commhub-agent; the
+node's (its outbox, sessions and workspaces) in its config's state_dir."""
 
 
 MODES = ("node", "channel", "run", "hook")
@@ -35,8 +36,8 @@ class Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     top = Parser(
         prog="commhub-agent",
-        description="The agent-side companion of CommHub: wakes Claude Code, runs headless agents,"
-        " keeps sessions going.",
+        description="The agent-side companion of CommHub: supervises a machine's agents (node), wakes Claude"
+        " Code (channel), runs one headless agent (run), keeps sessions going (hook).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
