@@ -224,7 +224,7 @@ def test_without_the_sdk_the_agent_runtime_is_refused_with_the_install_line(monk
     monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)  # what an absent package imports as
     with pytest.raises(ConfigError) as refused:
         ClaudeRuntime({}, key="agents.b.options")
-    assert refused.value.key == "agents.b.runtime" and "commhub-agent[claude]" in refused.value.reason
+    assert refused.value.key == "agents.b.runtime" and "pipx install './agent[claude]'" in refused.value.reason
 
 
 def test_version_asks_the_cli():

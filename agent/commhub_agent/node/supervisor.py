@@ -23,6 +23,7 @@ then are stopped and failed with a retry hint.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -38,7 +39,14 @@ import anyio
 
 from commhub_agent import __version__
 from commhub_agent.hub import RESULT_MAX, TEXT_MAX, Backoff, Config, Hub, HubRefused, HubUnavailable, persist, truncate
-from commhub_agent.node.config import AgentConfig, NodeConfig, describe_error, diff_configs, load_config
+from commhub_agent.node.config import (
+    AgentConfig,
+    NodeConfig,
+    describe_error,
+    diff_configs,
+    load_config,
+    restart_needed,
+)
 from commhub_agent.node.outbox import Outbox
 from commhub_agent.node.runtime import ConfigError, Finished, Job, Progress, Run, Runtime, Started, Usage, UsageSoFar
 from commhub_agent.node.runtimes import RUNTIMES
@@ -698,6 +706,10 @@ class Node:
         except ConfigError as exc:
             log(f"SIGHUP: {describe_error(self.config.path, exc)}; keeping the running config")
             return
+        fixed = restart_needed(self.config, new)
+        if fixed:
+            log(f"SIGHUP: {', '.join(fixed)} changed: kept as they were until the node restarts")
+            new = dataclasses.replace(new, hub=self.config.hub, name=self.config.name, state_dir=self.config.state_dir)
         added, removed, changed = diff_configs(self.config, new)
         for alias in removed:
             if alias in self.agents:

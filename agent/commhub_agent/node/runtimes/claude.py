@@ -33,7 +33,10 @@ from typing import Any
 
 from ..runtime import ConfigError, Event, Finished, Job, Progress, Run, Runtime, Started, Usage, UsageSoFar
 
-_MISSING_SDK = "the claude runtime needs the Claude Agent SDK: pip install 'commhub-agent[claude]'"
+_MISSING_SDK = (
+    "the claude runtime needs the Claude Agent SDK: install commhub-agent with its extra, "
+    "pipx install './agent[claude]' from a CommHub checkout (or pipx inject commhub-agent claude-agent-sdk)"
+)
 # Tools whose input names a file they change; their Progress lists it.
 _FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 # The input keys that say best what a tool call does, in order of preference.
