@@ -2,8 +2,8 @@
 
 1. Overhead: the time from the hub delivering a task (its `delivered_at`) to the runtime's process
    running, for tasks sent at a steady rate to four command agents. The command is a shell that
-   first writes the time, so what is measured is the node's path (the feed's push, get_task,
-   ack_inbox, the journal's fsync, the workspace, the spawn), not a runtime's own start-up.
+   first writes the time, so what is measured is the node's path (the hub's push, ack_inbox, the
+   journal's fsync, the workspace, the spawn), not a runtime's own start-up.
    Targets: p99 < 100 ms. Measured with `isolation = "dir"` and again with `"worktree"` (git's own
    `worktree add` is part of the second).
 2. Memory: the node's RSS with 50 tasks running at once through the three runtimes (20 claude runs
