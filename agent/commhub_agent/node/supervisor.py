@@ -384,7 +384,10 @@ class Agent:
         if finished.session:
             self.node.sessions.set(session_key, finished.session)
         if delivery.verdict == "budget" or (not finished.ok and finished.error == "budget"):
-            finished = Finished(False, budget_text(finished.usage, job), finished.usage, error="budget")
+            # What the run said before it was stopped is kept: a runtime that reports usage only at the
+            # end of a turn (codex) may have finished the work, and the sender should see it.
+            said = f"\n--- the run's last words ---\n{finished.text}" if finished.text else ""
+            finished = Finished(False, budget_text(finished.usage, job) + said, finished.usage, error="budget")
         return finished
 
     async def watchdog(self, delivery: Delivery, config: AgentConfig) -> None:
