@@ -16,6 +16,7 @@ from commhub_agent.node.workspace import (
     close_workspace,
     open_workspace,
     path_component,
+    prepare_spare,
     prune_workspaces,
 )
 from gitrepo import git, isolate_git, make_repo
@@ -249,3 +250,37 @@ def test_prune_removes_what_ended_more_than_keep_days_ago(repo, tmp_path):
     assert str(old.path) not in listed and str(recent.path) in listed
     assert git(repo, "rev-parse", "--verify", "refs/heads/commhub/builder/old")  # its branch is kept
     assert prune_workspaces(agent(repo, keep_days=None), root=root, now=now + 1e9) == []
+
+
+def test_a_spare_made_ahead_becomes_the_next_tasks_worktree_at_the_current_head(repo, tmp_path):
+    builder = agent(repo)
+    root = tmp_path / "node"
+    assert prepare_spare(builder, root=root) is True
+    assert prepare_spare(builder, root=root) is False  # one spare an agent
+    spare = root / "worktrees" / "builder" / ".spare"
+    assert git(spare, "status", "--porcelain") == ""
+    # The repository moves on after the spare was made: the task still starts from its HEAD now.
+    (repo / "NEWS").write_text("later\n")
+    git(repo, "add", "NEWS")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "later")
+    head = git(repo, "rev-parse", "HEAD")
+    ws = open_workspace(builder, task_id="t1", root=root)
+    assert ws.path == root / "worktrees" / "builder" / "t1" and not spare.exists()
+    assert git(ws.path, "rev-parse", "--abbrev-ref", "HEAD") == "commhub/builder/t1"
+    assert git(ws.path, "rev-parse", "HEAD") == head == ws.base and (ws.path / "NEWS").exists()
+    (ws.path / "out.txt").write_text("done\n")
+    result = close_workspace(ws, builder, ok=True)
+    assert result["branch"] == "commhub/builder/t1" and "out.txt" in result["diffstat"]
+    # Without a spare (taken), the next task makes its worktree the ordinary way.
+    assert open_workspace(builder, task_id="t2", root=root).branch == "commhub/builder/t2"
+
+
+def test_a_broken_spare_is_dropped_and_the_task_still_gets_its_worktree(repo, tmp_path):
+    builder = agent(repo)
+    root = tmp_path / "node"
+    prepare_spare(builder, root=root)
+    git(repo, "branch", "commhub/builder/t1")  # a branch of that name already there: the switch fails
+    ws = open_workspace(builder, task_id="t1", root=root)
+    assert git(ws.path, "rev-parse", "--abbrev-ref", "HEAD") == "commhub/builder/t1"
+    assert not (root / "worktrees" / "builder" / ".spare").exists()
+    assert prepare_spare(builder, root=root) is True  # made again

@@ -417,3 +417,19 @@ def test_sigterm_drains_lets_short_runs_finish_and_fails_the_rest_with_a_retry_h
     assert "node stopped (SIGTERM)" in rows[long]["result"] and "retry_task" in rows[long]["result"]
     assert task(live_hub, dispatcher, late)["status"] == "delivered"  # no new task once draining
     assert not alive(long)
+
+
+def test_a_runtime_that_cannot_start_fails_its_task_and_the_node_goes_on(live_hub, dispatcher, worker, tmp_path):
+    repo, log = git_repository(tmp_path / "repo"), tmp_path / "runs.log"
+    broken = {**command_agent(repo, log), "command": [str(tmp_path / "no-such-agent")]}
+    node = start_node(live_hub, worker, tmp_path, {"broken": broken, "fine": command_agent(repo, log)})
+    try:
+        lost = send(live_hub, dispatcher, "broken", "anything")
+        rows = wait_finished(live_hub, dispatcher, [lost], within=30)
+        after = send(live_hub, dispatcher, "fine", "still here")
+        rows.update(wait_finished(live_hub, dispatcher, [after], within=30))
+    finally:
+        node.stop()
+    assert rows[lost]["status"] == "failed", rows[lost]
+    assert "the command runtime did not start" in rows[lost]["result"] and "no-such-agent" in rows[lost]["result"]
+    assert rows[after]["status"] == "replied"

@@ -50,7 +50,13 @@ from commhub_agent.node.config import (
 from commhub_agent.node.outbox import Outbox
 from commhub_agent.node.runtime import ConfigError, Finished, Job, Progress, Run, Runtime, Started, Usage, UsageSoFar
 from commhub_agent.node.runtimes import RUNTIMES
-from commhub_agent.node.workspace import close_workspace, open_workspace, prune_workspaces
+from commhub_agent.node.workspace import (
+    WorkspaceError,
+    close_workspace,
+    open_workspace,
+    prepare_spare,
+    prune_workspaces,
+)
 from commhub_agent.process import kill_orphans
 
 ANSWER_CONTEXT = "The answer to your question "  # how the hub words an answer's context (hub_tasks.questions)
@@ -194,7 +200,9 @@ class Agent:
 
     async def serve(self) -> None:
         async with anyio.create_task_group() as group:
+            self.group = group
             group.start_soon(self.watch_feed)
+            group.start_soon(self.make_spare)
             async with anyio.create_task_group() as work:
                 while not (self.node.stopping or self.retiring):
                     slots = self.config.concurrency - len(self.running)
@@ -318,10 +326,15 @@ class Agent:
     async def execute(self, delivery: Delivery) -> None:
         config, runtime = self.config, self.runtime  # a reload meanwhile does not change this run
         task = delivery.task
-        workspace = await anyio.to_thread.run_sync(
-            lambda: open_workspace(config, task_id=delivery.task_id, root=self.node.config.state_dir)
-        )
+        try:
+            workspace = await anyio.to_thread.run_sync(
+                lambda: open_workspace(config, task_id=delivery.task_id, root=self.node.config.state_dir)
+            )
+        except WorkspaceError as exc:  # the task is failed with git's words; the node and its agents go on
+            self.report_end(delivery, Finished(False, f"failed: no workspace for the task: {exc}", error="workspace"))
+            return
         delivery.workspace = workspace.tree or workspace.path
+        self.group.start_soon(self.make_spare)  # the next task's worktree, made while this one runs
         session_key = self.node.sessions.key(config, task)
         resume = None
         if session_key not in self.sessions_in_use:  # one run at a time continues a session
@@ -350,14 +363,17 @@ class Agent:
             self.sessions_in_use.discard(session_key or "")
         with anyio.CancelScope(shield=True):  # a stop must not cut the reports in half
             summary = await anyio.to_thread.run_sync(lambda: close_workspace(workspace, config, ok=finished.ok))
-            self.report_end(delivery, finished, job, summary)
+            self.report_end(delivery, finished, summary)
 
     async def attempt(
         self, delivery: Delivery, runtime: Runtime, job: Job, config: AgentConfig, session_key: str | None
     ) -> Finished:
         """One run of the job, watched, until its Finished."""
         delivery.last_event, delivery.started = time.monotonic(), time.monotonic()
-        run = delivery.run = await runtime.start(job)
+        try:
+            run = delivery.run = await runtime.start(job)
+        except Exception as exc:  # a missing binary, a refused option: this task fails, the node goes on
+            return Finished(False, f"failed: the {runtime.name} runtime did not start: {exc}", error="start")
         finished = Finished(False, "the runtime ended without a result", error="no result")
         async with anyio.create_task_group() as watch:
             watch.start_soon(self.watchdog, delivery, config)
@@ -376,6 +392,10 @@ class Agent:
                             await run.stop()
                     elif isinstance(event, Finished):
                         finished = event
+            except Exception as exc:  # an adapter's fault fails this task, never the node
+                with anyio.CancelScope(shield=True):
+                    await run.stop()
+                finished = Finished(False, f"failed: the {runtime.name} runtime broke: {exc!r}", error="runtime")
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await run.stop()  # a process we started is a process we stop
@@ -429,6 +449,12 @@ class Agent:
             delivery.last_event = time.monotonic()
             self.report_status(delivery, status="working", output=f"operator: wait (last: {last})")
 
+    async def make_spare(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(lambda: prepare_spare(self.config, root=self.node.config.state_dir))
+        except WorkspaceError as exc:  # the next task makes its worktree the ordinary way
+            log(f"{self.alias}: no spare worktree ({exc})")
+
     def environment(self, delivery: Delivery, config: AgentConfig) -> dict[str, str]:
         task = delivery.task
         env = {
@@ -466,7 +492,7 @@ class Agent:
         output = event.text + (f"\nfiles: {', '.join(event.files)}" if event.files else "")
         self.report_status(delivery, status="working", output=output, progress=event.percent)
 
-    def report_end(self, delivery: Delivery, finished: Finished, job: Job, workspace: dict[str, Any]) -> None:
+    def report_end(self, delivery: Delivery, finished: Finished, workspace: dict[str, Any] | None = None) -> None:
         minutes = round((time.monotonic() - delivery.started) / 60, 3)
         usage = finished.usage
         text = finished.text or "(no output)"

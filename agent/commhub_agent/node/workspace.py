@@ -1,6 +1,7 @@
 """Where a task runs, by its agent's `isolation`: its own git worktree, a fresh directory, or the configured one.
 
     <root>/worktrees/<alias>/<task_id>   isolation "worktree": on branch commhub/<alias>/<task_id>
+    <root>/worktrees/<alias>/.spare      made ahead, detached: the next task takes it (prepare_spare)
     <root>/dirs/<alias>/<task_id>        isolation "dir"
 
 Sibling tasks never share files (multica issue 2008): each worktree has its own checkout and branch, and
@@ -26,6 +27,7 @@ from commhub_agent.node.config import AgentConfig
 from commhub_agent.state import safe_name
 
 BRANCH_PREFIX = "commhub"
+SPARE = ".spare"  # an agent's worktree made ahead (no task id starts with a dot: path_component escapes it)
 DIFFSTAT_MAX = 2048
 COMMITTER = ("commhub-agent", "commhub-agent@localhost")
 # A ref component git cannot refuse: no "..", no ".lock" at the end, no dot at either end.
@@ -95,7 +97,7 @@ def prune_workspaces(agent: AgentConfig, *, root: Path, now: float, active: Coll
         if not folder.is_dir():
             continue
         for path in sorted(folder.iterdir()):
-            if path in busy or not path.is_dir() or path.stat().st_mtime >= cutoff:
+            if path.name == SPARE or path in busy or not path.is_dir() or path.stat().st_mtime >= cutoff:
                 continue
             if kind == "worktrees":
                 _remove_worktree(path, agent.repository)
@@ -165,10 +167,15 @@ def _open_worktree(agent: AgentConfig, *, task_id: str, root: Path) -> Workspace
         head = _git(repository, "rev-parse", "--verify", "HEAD^{commit}", what="the repository has no commit yet")
         head = head.strip()
         if not tree.exists():
-            # The common case, a task's first attempt here: one `worktree add` (each git call is a process,
-            # a few ms: this path is the node's start-up latency for every task). A branch left by an
-            # earlier attempt, or a stale registration, makes it fail: then the careful path below.
+            # The common case, a task's first attempt here: the spare made ahead, else one `worktree add`
+            # (each git call is a process, and a checkout of a large tree takes seconds: this path is the
+            # node's start-up latency for every task). A branch left by an earlier attempt, or a stale
+            # registration, makes both fail: then the careful path below.
             tree.parent.mkdir(parents=True, exist_ok=True)
+            if _take_spare(repository, tree.parent / SPARE, tree, branch, head):
+                return Workspace(
+                    path=tree / prefix if prefix else tree, branch=branch, base=head, task_id=task_id, tree=tree
+                )
             added = _git(repository, "worktree", "add", "-q", "-b", branch, str(tree), head, status=True)
             if added == "0":
                 return Workspace(
@@ -198,6 +205,38 @@ def _open_worktree(agent: AgentConfig, *, task_id: str, root: Path) -> Workspace
         base = _git(repository, "merge-base", head, f"refs/heads/{branch}").strip()
     path = tree / prefix if prefix else tree
     return Workspace(path=path, branch=branch, base=base, task_id=task_id, tree=tree)
+
+
+def prepare_spare(agent: AgentConfig, *, root: Path) -> bool:
+    """Make the agent's spare worktree (detached at the repository's HEAD) unless it has one: its next
+    task's worktree then costs a branch switch and a rename instead of a checkout. Blocking (git): the
+    node runs it in a thread, after a task has started. True: one was made."""
+    if agent.isolation != "worktree" or agent.repository is None:
+        return False
+    spare = root / "worktrees" / path_component(agent.alias) / SPARE
+    with _repo_lock(agent.repository):
+        if spare.exists():
+            return False
+        spare.parent.mkdir(parents=True, exist_ok=True)
+        if _git(agent.repository, "worktree", "add", "-q", "--detach", str(spare), "HEAD", status=True) == "0":
+            return True
+        shutil.rmtree(spare, ignore_errors=True)
+        return False
+
+
+def _take_spare(repository: Path, spare: Path, tree: Path, branch: str, head: str) -> bool:
+    """The spare becomes the task's worktree: its branch made at `head` (a checkout of what changed since
+    the spare was made, usually nothing), then moved to the task's path. Called under the repository's lock."""
+    if not spare.exists():
+        return False
+    if _git(spare, "switch", "-q", "--discard-changes", "-c", branch, head, status=True) == "0":
+        if _git(repository, "worktree", "move", str(spare), str(tree), status=True) == "0":
+            return True
+        _git(repository, "branch", "-D", branch, check=False)  # made above, still empty: not this task's
+    # A broken spare (removed by hand, a branch of that name already there, ...): gone, made again later.
+    _git(repository, "worktree", "remove", "--force", "--force", str(spare), check=False)
+    shutil.rmtree(spare, ignore_errors=True)
+    return False
 
 
 def _close_worktree(ws: Workspace, agent: AgentConfig, *, remove: bool) -> dict[str, Any]:
