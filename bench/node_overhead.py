@@ -212,7 +212,7 @@ def percentile(values: list[float], fraction: float) -> float:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     options.add_argument("--tasks", type=int, default=200)
-    options.add_argument("--rate", type=float, default=20.0, help="tasks sent a second (default 20)")
+    options.add_argument("--rate", type=float, default=5.0, help="tasks sent a second (default 5)")
     args = options.parse_args()
     with bench_hub("bench-node", "bench-node") as (url, dispatcher, agent, tmp, backend):
         print(f"commhub-agent node ({backend}, gunicorn 1 uvicorn worker)")
