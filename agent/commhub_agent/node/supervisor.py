@@ -118,10 +118,6 @@ class Sessions:
             self.data["sessions"][key] = session
             self.save()
 
-    def forget(self, alias: str) -> None:
-        self.data["sessions"] = {k: v for k, v in self.data["sessions"].items() if f":{alias}" not in k}
-        self.save()
-
     def save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps(self.data))
@@ -759,8 +755,7 @@ class Node:
         for agent in list(self.agents.values()):
             await self.heartbeat(agent)
         while True:
-            with anyio.move_on_after(HEARTBEAT_EVERY):
-                await anyio.sleep_forever()
+            await anyio.sleep(HEARTBEAT_EVERY)
             for agent in list(self.agents.values()):
                 if not agent.running:
                     await self.heartbeat(agent)
