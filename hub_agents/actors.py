@@ -25,6 +25,11 @@ class Actor:
     user_id: int | None = None
     # The tools its MCP connections list and may call (its token's; a dashboard session has them all).
     tool_profile: str = ToolProfile.ALL
+    # The aliases its token is bound to, each an alias or a pattern (hub_agents.identity); () unbound.
+    aliases: tuple[str, ...] = ()
+    # What it is called when it acts as itself (an unbound token in a strict network): its from_session
+    # is the first of these, and may be any of them.
+    names: tuple[str, ...] = ()
 
     @property
     def person(self) -> str:

@@ -30,6 +30,14 @@ WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
 ADMIN_ROLES = frozenset({Role.OWNER, Role.ADMIN})  # may also read the network's audit log
 
 
+class IdentityPolicy(models.TextChoices):
+    """Who may act as an agent of a network (hub_agents.identity). `open`: any member token names any
+    alias (the contract's way: one token per network); `strict`: only a token bound to the alias."""
+
+    OPEN = "open", "open: any member token may act as any agent"
+    STRICT = "strict", "strict: only a token bound to an alias acts as it"
+
+
 class Network(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_network_id, editable=False)
     name = models.CharField(max_length=200, unique=True)
@@ -41,6 +49,13 @@ class Network(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(LEASE_SECONDS_MAX)],
         help_text="Seconds an agent may stay silent on an acked or running task before the hub applies the "
         "task's on_lost policy. Empty: tasks have no lease unless send_task asks for one.",
+    )
+    identity_policy = models.CharField(
+        max_length=8,
+        choices=IdentityPolicy.choices,
+        default=IdentityPolicy.OPEN,
+        help_text="open: any member token may act as any agent (the contract's way). strict: only a token "
+        "bound to an alias acts as it; unbound tokens act as themselves.",
     )
 
     def __str__(self) -> str:
@@ -95,6 +110,13 @@ class ApiToken(models.Model):
         choices=ToolProfile.choices,
         default=ToolProfile.ALL,
         help_text="The tools its MCP connections list and may call (a connection may narrow it with /mcp?tools=).",
+    )
+    # The aliases it may act as (hub_agents.identity): each an alias or a pattern with `*` ("build-*").
+    # Empty: unbound, acting as any alias in an open network and as itself in a strict one.
+    aliases = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='The aliases it acts as: each an alias or a pattern such as "build-*". Empty: unbound.',
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -208,6 +230,7 @@ class AuditEntry(models.Model):
     class Action(models.TextChoices):
         NETWORK_CREATED = "network.created"
         NETWORK_DELETED = "network.deleted"
+        NETWORK_POLICY_CHANGED = "network.policy_changed"
         MEMBERSHIP_ADDED = "membership.added"
         MEMBERSHIP_CHANGED = "membership.changed"
         MEMBERSHIP_REMOVED = "membership.removed"

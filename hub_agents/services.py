@@ -14,13 +14,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from hub_agents import actor_cache
-from hub_agents.actors import Actor
+from hub_agents import actor_cache, identity
+from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.audit import SYSTEM, audit_record
 from hub_agents.models import (
     AgentSession,
     ApiToken,
     AuditEntry,
+    IdentityPolicy,
     Membership,
     Network,
     Node,
@@ -60,6 +61,27 @@ def network_delete(*, network: Network, by: str) -> None:
         members=network.memberships.count(),
     )
     network.delete()
+
+
+@transaction.atomic
+def network_policy_set(*, network: Network, policy: str, by: str) -> bool:
+    """Set the network's identity policy (hub_agents.identity); audited. False: it already was."""
+    policy = validate.choice("identity_policy", policy, IdentityPolicy.values) or IdentityPolicy.OPEN
+    locked = Network.objects.select_for_update().get(pk=network.pk)
+    if locked.identity_policy == policy:
+        return False
+    before, locked.identity_policy = locked.identity_policy, policy
+    locked.save(update_fields=["identity_policy"])  # a change of access: every process forgets its memo
+    network.identity_policy = policy
+    audit_record(
+        network_id=network.pk,
+        action=AuditEntry.Action.NETWORK_POLICY_CHANGED,
+        actor=by,
+        target=network.name,
+        before=before,
+        after=policy,
+    )
+    return True
 
 
 @transaction.atomic
@@ -119,14 +141,17 @@ def token_create(
     user: AbstractBaseUser | None = None,
     name: str = "",
     tool_profile: str | None = None,
+    aliases: object = None,
     by: str = SYSTEM,
 ) -> tuple[ApiToken, str]:
     """A network token (given `network`) or a user token (given `user`); returns it and its raw value.
-    `tool_profile`: the tools its MCP connections list (default all)."""
+    `tool_profile`: the tools its MCP connections list (default all). `aliases`: the aliases and
+    patterns it is bound to (hub_agents.identity; a list, or text separated by commas), none: unbound."""
     if (network is None) == (user is None):
         raise HubError("invalid_argument", "A token belongs either to a network or to a user, not both or neither.")
     name = validate.text("name", name, max_len=200) or ""
     tool_profile = validate.choice("tool_profile", tool_profile, ToolProfile.values) or ToolProfile.ALL
+    binding = identity.binding_parse(aliases)
     kind = ApiToken.Kind.NETWORK if network is not None else ApiToken.Kind.USER
     raw = ApiToken.generate(kind)
     token = ApiToken.objects.create(
@@ -138,9 +163,12 @@ def token_create(
         role=(validate.choice("role", role, Role.values) or Role.MEMBER) if network is not None else "",
         user=user,
         tool_profile=tool_profile,
+        aliases=binding,
     )
-    # The profile is recorded where it narrows the token (the default, every tool, says nothing new).
-    narrowed = {"tool_profile": tool_profile} if tool_profile != ToolProfile.ALL else {}
+    # The profile and binding are recorded where they narrow the token (the defaults say nothing new).
+    narrowed: dict[str, Any] = {"tool_profile": tool_profile} if tool_profile != ToolProfile.ALL else {}
+    if binding:
+        narrowed["aliases"] = binding
     for network_id in _token_networks(token):
         audit_record(
             network_id=network_id,
@@ -216,8 +244,12 @@ def _token_actor(token: ApiToken) -> Actor:
             roles={token.network_id: token.role},
             network_bound=True,
             tool_profile=token.tool_profile,
+            aliases=tuple(token.aliases),
+            names=(f"token:{token.name or token.prefix}",),
         )
-    return _user_actor(token.user, key=f"token:{token.pk}", tool_profile=token.tool_profile)
+    return _user_actor(
+        token.user, key=f"token:{token.pk}", tool_profile=token.tool_profile, aliases=tuple(token.aliases)
+    )
 
 
 def actor_for_key(key: str) -> Actor:
@@ -252,16 +284,25 @@ def actor_for_user(user: AbstractBaseUser) -> Actor:
     return _in_logs(_user_actor(user))
 
 
-def _user_actor(user: AbstractBaseUser, *, key: str | None = None, tool_profile: str = ToolProfile.ALL) -> Actor:
+def _user_actor(
+    user: AbstractBaseUser,
+    *,
+    key: str | None = None,
+    tool_profile: str = ToolProfile.ALL,
+    aliases: tuple[str, ...] = (),
+) -> Actor:
     """A user, or a user token acting as the user."""
     roles = dict(Membership.objects.filter(user=user).values_list("network_id", "role"))
+    username = user.get_username()
     return Actor(
-        label=f"user:{user.get_username()}",
+        label=f"user:{username}",
         key=key or f"user:{user.pk}",
         roles=roles,
         network_bound=False,
         user_id=user.pk,
         tool_profile=tool_profile,
+        aliases=aliases,
+        names=(f"user:{username}", f"{DASHBOARD_SENDER}{username}"),
     )
 
 
@@ -383,6 +424,8 @@ def node_report(
     their sessions' node_id, which the fleet reads. Answers the node_id."""
     require_network_token_for_node(actor)
     network = actor.writable_network(network_id)
+    for agent in agents or ():  # a node speaks for the agents it hosts: its token must be theirs
+        identity.speak_as(actor, network, agent["alias"])
     now = timezone.now()
     said = {
         "node_name": node_name,

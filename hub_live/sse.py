@@ -12,6 +12,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
+from hub_agents import identity
 from hub_agents.actors import Actor
 from hub_agents.services import session_touch, token_authenticate
 from hub_core import tracing, validate
@@ -60,6 +61,7 @@ def _open(request: HttpRequest, alias: str) -> tuple[str, str, int, bool]:
     if len(networks) != 1:
         raise HubError("network_required", "You belong to several networks; pass ?network_id=.", status=400)
     (network_id,) = networks
+    identity.speak_as(actor, network_id, alias)  # an agent's stream is its inbox: only for whoever may be it
     present = actor.can_write(network_id)
     last = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id")
     if last is None:

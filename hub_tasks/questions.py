@@ -14,6 +14,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from hub_agents import identity
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
@@ -33,6 +34,7 @@ def question_ask(*, actor: Actor, task_id: str, question: str, options: list[str
     if task is None:
         raise task_not_found(task_id)
     actor.check_write(task.network_id)
+    identity.speak_as(actor, task.network_id, task.to_name)  # only the agent holding the task asks
     task_settle(task, now=now)
     if task.status in TERMINAL:
         raise task_terminal(task.status, task_id=task.task_id)

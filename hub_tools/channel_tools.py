@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hub_agents.identity import MEMBER, MEMBER_FILLED
 from hub_channels import limits
 from hub_channels.models import ChannelType
 from hub_channels.selectors import channel_info, channel_posts, channel_rows
@@ -119,6 +120,7 @@ def specs() -> list[Tool]:
                 "retention_seconds": RETENTION_SECONDS,
                 "network_id": NETWORK_ID,
             },
+            callers={"alias": MEMBER},
             service=channel_create,
             render=_fields,
             output=result(**DETAIL),
@@ -147,6 +149,7 @@ def specs() -> list[Tool]:
                 "Refused when full or direct."
             ),
             params={"channel_id": CHANNEL_ID, "alias": ALIAS},
+            callers={"alias": MEMBER},
             service=channel_join,
             render=_fields,
             output=result(
@@ -161,6 +164,7 @@ def specs() -> list[Tool]:
             title="Leave a channel",
             description="Leave a channel (pubsub: unsubscribe); a direct channel keeps its two members.",
             params={"channel_id": CHANNEL_ID, "alias": ALIAS},
+            callers={"alias": MEMBER},
             service=channel_leave,
             render=_fields,
             output=result(
@@ -196,6 +200,7 @@ def specs() -> list[Tool]:
                 "retention_max_posts": RETENTION_POSTS,
                 "retention_seconds": RETENTION_SECONDS,
             },
+            callers={"alias": MEMBER_FILLED},
             service=channel_configure,
             render=_fields,
             output=result(**DETAIL, removed={"type": "integer", "description": "posts retention deleted now"}),
@@ -217,6 +222,7 @@ def specs() -> list[Tool]:
                 "content": P.text("The post.", limits.MESSAGE_BYTES_DEFAULT, required=True),
                 "kind": P.choice("What the post is (default text).", KINDS, default="text"),
             },
+            callers={"alias": MEMBER},
             service=channel_post,
             render=_fields,
             output=result(
@@ -242,6 +248,7 @@ def specs() -> list[Tool]:
                 "since": P.moment("Only posts created after this ISO 8601 time."),
                 "limit": A.limit("posts", limits.POSTS_LIMIT_MAX, limits.POSTS_LIMIT_DEFAULT),
             },
+            callers={"alias": MEMBER_FILLED},
             service=channel_posts,
             render=_fields,
             output=result(

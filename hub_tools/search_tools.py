@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hub_agents.identity import MEMBER
 from hub_search.query import PHRASE_WORDS_MAX, QUERY_MAX, QUERY_WORDS_MAX, WORD_PLACES_MAX
 from hub_search.selectors import LIMIT_DEFAULT, LIMIT_MAX, MARK_CLOSE, MARK_OPEN, kinds_parse, search_run
 from hub_search.sources import KINDS
@@ -58,6 +59,7 @@ def specs() -> list[Tool]:
                 "network_id": A.NETWORK_ID,
                 "limit": A.limit("results", LIMIT_MAX, LIMIT_DEFAULT),
             },
+            callers={"alias": MEMBER},
             service=search_run,
             render=_results,
             output=result(

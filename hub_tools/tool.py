@@ -8,12 +8,14 @@ hub_tools.tools (the contract's and the hub's own) and the modules it gathers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.utils import timezone
 
+from hub_agents import identity
 from hub_agents.actors import Actor
+from hub_agents.identity import Caller, Speaks
 from hub_core import logcontext, tracing
 from hub_core.errors import HubError, invalid_argument
 from hub_core.formats import timestamp
@@ -46,6 +48,10 @@ class Tool:
     idempotent: bool = False
     # Checked before any argument is read: who may call the tool at all (report_status: a network token).
     guard: Callable[[Actor], None] | None = None
+    # The arguments that name the caller (an alias it acts as, from_session), and how
+    # (hub_agents.identity): checked against the token's binding and the network's policy before the
+    # service runs. Every other alias argument names a target, which anyone who may write may name.
+    callers: dict[str, Caller] = field(default_factory=dict)
     # Reads that show tasks first settle the deadlines of what the actor may see (a write: tasks
     # expire and their senders hear of it), so nobody reads a stale "delivered".
     settles_deadlines: bool = False
@@ -122,6 +128,7 @@ class Tool:
         # Every argument, given or not (a left-out one parses as null: its default); the replay key is
         # Tool.run's, never the service's.
         parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items() if name != KEY}
+        actor = self._speaking(actor, parsed)
         if self.gateable and not approved:
             held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
             if held is not None:
@@ -139,6 +146,35 @@ class Tool:
         if self.marks_receipts:
             _receipts_mark(actor, parsed["alias"], answer)
         return answer
+
+    def _speaking(self, actor: Actor, parsed: dict[str, Any]) -> Actor:
+        """Check (and fill in) the arguments naming the caller; the actor the service runs as. A read
+        covers only the networks where the caller may be that alias (a user in several networks)."""
+        if not self.callers:
+            return actor
+        named = parsed.get("network_id")
+        networks = actor.readable_networks(named)
+        if not self.read_only:
+            if named is not None:
+                actor.check_write(named)  # a viewer's write is refused as every write of a viewer is
+            networks = [network_id for network_id in networks if actor.can_write(network_id)]
+        for name, caller in self.callers.items():
+            if caller.speaks is Speaks.SENDER:
+                parsed[name] = identity.sender(actor, networks, parsed[name])
+                continue
+            if parsed[name] is None and caller.fill:
+                parsed[name] = identity.filled(actor)
+            if parsed[name] is None:
+                continue
+            if not self.read_only:  # a write acts in each of them: the caller must be the alias in all
+                for network_id in networks:
+                    identity.speak_as(actor, network_id, parsed[name], caller.speaks)
+                continue
+            allowed = identity.speaking_networks(actor, networks, parsed[name], caller.speaks)
+            if allowed != networks:
+                actor = replace(actor, roles={network_id: actor.roles[network_id] for network_id in allowed})
+                networks = allowed
+        return actor
 
     def run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> dict[str, Any]:
         """The contract's result object; HubError for a refusal. With an idempotency_key (the tools

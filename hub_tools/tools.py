@@ -20,6 +20,7 @@ from django.dispatch import receiver
 
 from hub_agents import limits as agent_limits
 from hub_agents.actors import Actor
+from hub_agents.identity import AGENT, SENDER
 from hub_agents.models import SessionStatus
 from hub_agents.selectors import SESSION_CURSOR_SHAPE, session_list
 from hub_core import validate
@@ -162,6 +163,7 @@ def _build() -> list[Tool]:
                 "network_id": NETWORK_ID,
                 "idempotency_key": A.IDEMPOTENCY_KEY,
             },
+            callers={"alias": AGENT},
             service=session_report,
             render=R.as_fields,
             guard=require_network_token,
@@ -194,6 +196,7 @@ def _build() -> list[Tool]:
                 **A.USAGE,
                 "idempotency_key": A.IDEMPOTENCY_KEY,
             },
+            callers={"alias": AGENT},
             service=completion_report,
             render=R.completion_recorded,
             output=result(completion_id={"type": "string"}, task_id=nullable("string")),
@@ -220,6 +223,7 @@ def _build() -> list[Tool]:
                     high=limits.WAIT_SECONDS_MAX,
                 ),
             },
+            callers={"alias": AGENT},
             service=inbox_pending,
             render=R.inbox,
             settles_deadlines=True,
@@ -241,6 +245,7 @@ def _build() -> list[Tool]:
                 "response": P.text("Accepted, not stored; send_reply answers."),
                 "idempotency_key": A.IDEMPOTENCY_KEY,
             },
+            callers={"alias": AGENT},
             service=inbox_ack,
             render=R.acknowledged,
             output=result(),
@@ -318,6 +323,7 @@ def _build() -> list[Tool]:
                 ),
                 "budget_tokens": P.whole("Cap on one run's tokens.", low=1, high=limits.TOKENS_MAX),
             },
+            callers={"from_session": SENDER},
             service=task_send,
             render=R.task_sent,
             output=result(task_id={"type": "string"}, duplicate={"type": "boolean"}, **DELIVERY),
@@ -335,6 +341,7 @@ def _build() -> list[Tool]:
                 "from_session": FROM_SESSION,
                 "network_id": NETWORK_ID,
             },
+            callers={"from_session": SENDER},
             service=message_send,
             render=R.delivered,
             output=result(**DELIVERY),
@@ -357,6 +364,7 @@ def _build() -> list[Tool]:
                 **A.USAGE,
                 "idempotency_key": A.IDEMPOTENCY_KEY,
             },
+            callers={"from_session": SENDER},
             service=reply_send,
             render=R.delivered,
             output=result(**DELIVERY),
@@ -369,6 +377,7 @@ def _build() -> list[Tool]:
                 "one already acknowledged stays (updated 0)."
             ),
             params={"task_id": TASK_ID, "from_session": FROM_SESSION},
+            callers={"from_session": SENDER},
             service=task_ack,
             render=R.as_fields,
             output=result(task_id={"type": "string"}, updated={"type": "integer"}),
@@ -382,6 +391,7 @@ def _build() -> list[Tool]:
                 f"with a fresh {retry_ttl} to be picked up. Returns who it was sent to."
             ),
             params={"task_id": TASK_ID, "from_session": FROM_SESSION},
+            callers={"from_session": SENDER},
             service=task_retry,
             render=R.as_fields,
             output=result(task_id={"type": "string"}, retried_to={"type": "string"}, message_id={"type": "string"}),
@@ -398,6 +408,7 @@ def _build() -> list[Tool]:
                 "reason": P.text("Why, for the record.", limits.REASON_MAX),
                 "from_session": FROM_SESSION,
             },
+            callers={"from_session": SENDER},
             service=task_cancel,
             render=R.task_cancelled,
             output=result(task_id={"type": "string"}, cancelled={"type": "boolean"}),
@@ -416,6 +427,7 @@ def _build() -> list[Tool]:
                 "new_alias": P.identifier("The agent to take the task over.", required=True),
                 "from_session": FROM_SESSION,
             },
+            callers={"from_session": SENDER},
             service=task_reassign,
             render=R.task_reassigned,
             output=result(
@@ -601,6 +613,7 @@ def _build() -> list[Tool]:
                 "task_claimed."
             ),
             params={"task_id": TASK_ID, "alias": ALIAS, "network_id": NETWORK_ID},
+            callers={"alias": AGENT},
             service=task_claim,
             render=R.task_claimed,
             settles_deadlines=True,
