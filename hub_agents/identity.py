@@ -12,6 +12,9 @@ asked about. Before a service runs, the door asks here whether the caller may be
 | unbound member/owner/admin  | yes (the contract's way)     | no; owners/admins yes as channel members|
 | viewer (bound or not)       | no: a viewer is no agent     | no                                      |
 
+Acting as itself (an alias among Actor.names: "token:<name>", "dashboard:<username>") is never
+claiming an alias, so it is allowed to every caller.
+
 `from_session` (who others see acting, a `SENDER`) is filled in where it is left out: a token bound
 to one alias sends as that alias, an unbound token in a strict network as itself (Actor.names).
 """
@@ -126,8 +129,8 @@ def refusal(actor: Actor, network_id: str, alias: str, speaks: Speaks) -> HubErr
     """Why `actor` may not act as `alias` in the network (None: it may). A network the actor is not
     in is not asked about here: the service refuses it as it always has."""
     role = actor.roles.get(network_id)
-    if role is None:
-        return None
+    if role is None or alias in actor.names:
+        return None  # not its network (the service refuses it), or the caller acting as itself
     if role not in WRITE_ROLES:
         return alias_not_yours(
             f"A viewer acts as no agent: naming {alias!r} gives no inbox, channel membership or members-only "

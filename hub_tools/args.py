@@ -18,7 +18,10 @@ NETWORK_ID = replace(
     said_once=True,
 )
 FROM_SESSION = replace(
-    P.identifier('Who is acting, as others will see it: your own alias, so that answers reach you (default "hub").'),
+    P.identifier(
+        'Who is acting, as others will see it: your own alias, so that answers reach you (default "hub"; with '
+        "a token bound to one alias, that alias)."
+    ),
     said_once=True,
 )
 TASK_ID = replace(
