@@ -30,7 +30,7 @@ ERROR_SCHEMA = {
         "ok": {"type": "boolean", "enum": [False]},
         "error": {
             "type": "string",
-            "description": "A stable code: invalid_argument, task_not_found, webhook_not_found, …",
+            "description": "A stable code: invalid_argument, task_not_found, alias_not_yours, webhook_not_found, …",
         },
         "message": {"type": "string", "description": "What went wrong and what to do next."},
         "field": {"type": "string", "description": "On invalid_argument: the argument at fault."},
@@ -41,7 +41,7 @@ ERROR_SCHEMA = {
 ERRORS = {
     400: "Invalid argument or body; `field` names the argument.",
     401: "No token, or an unknown or revoked one.",
-    403: "The token's role or network does not allow this.",
+    403: "The token's role or network does not allow this, or the alias it names is not the token's (alias_not_yours).",
     404: "No such object in your networks.",
     409: "The object's state does not allow this (e.g. the task is terminal).",
     413: "The body is over the size limit.",
