@@ -22,6 +22,7 @@ api = [
     path("", include("hub_api.search")),
     path("", include("hub_api.webhooks")),
     path("", include("hub_api.cards")),
+    path("", include("hub_api.whoami")),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: the pages' CSP runs no inline script.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),

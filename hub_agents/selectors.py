@@ -12,7 +12,7 @@ from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, Value,
 from django.utils import timezone
 
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, AuditEntry, Membership, Node, SessionStatus
+from hub_agents.models import AgentSession, AuditEntry, Membership, Network, Node, SessionStatus
 from hub_agents.results import SessionListing
 from hub_core.cursor import Position
 from hub_core.cursor import encode as encode_cursor
@@ -175,6 +175,31 @@ def audit_list(*, actor: Actor, network_id: str) -> QuerySet[AuditEntry]:
     if not actor.can_administer(network_id):
         raise permission_denied(f"Only owners and admins of network {network_id} may read its audit log.")
     return AuditEntry.objects.filter(network_id=network_id).order_by("-created_at", "-id")
+
+
+def token_identity(*, actor: Actor) -> dict[str, Any]:
+    """Who the caller is (GET /api/v1/whoami): its label, its kind (a network token, a user token or a
+    signed-in user's session), the names it acts as itself by, the aliases it is bound to ([]: unbound,
+    hub_agents.identity) and each of its networks with its role there and that network's identity
+    policy, by name. A node asks it before it starts the agents of its config (commhub-agent node)."""
+    # Actor.key is "token:<id>" for either kind of token, "user:<id>" for a session.
+    kind = "network" if actor.network_bound else "user" if actor.key.startswith("token:") else "session"
+    networks = Network.objects.filter(pk__in=list(actor.roles)).order_by("name", "id")
+    return {
+        "label": actor.label,
+        "kind": kind,
+        "names": list(actor.names),
+        "aliases": list(actor.aliases),
+        "networks": [
+            {
+                "network_id": network_id,
+                "name": name,
+                "role": actor.roles[network_id],
+                "identity_policy": policy,
+            }
+            for network_id, name, policy in networks.values_list("id", "name", "identity_policy")
+        ],
+    }
 
 
 def agents_by_network_status(*, now: datetime | None = None) -> list[tuple[str, str, int]]:

@@ -79,6 +79,8 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "webhook_disable": ("/api/v1/webhooks/{webhook_id}/disable", "post", "200", []),
     "webhook_delete": ("/api/v1/webhooks/{webhook_id}/delete", "post", "200", []),
     "webhook_deliveries": ("/api/v1/webhooks/{webhook_id}/deliveries", "get", "200", None),
+    # Beyond the tools: who the caller's token is (its binding and networks), as a node asks at start.
+    "whoami": ("/api/v1/whoami", "get", "200", None),
 }
 # Creates with no idempotent repeat: they answer 201 and never 200.
 NOT_REPEATABLE = {"webhook_create"}
@@ -102,6 +104,7 @@ QUERY_PARAMETERS = {
     "webhook_list": {"network_id"},
     "webhook_deliveries": {"limit"},
     "list_nodes": {"network_id"},
+    "whoami": set(),
 }
 REFUSALS = ["400", "401", "403", "404", "409"]
 
