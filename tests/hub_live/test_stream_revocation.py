@@ -184,16 +184,23 @@ def test_only_a_caller_that_may_write_keeps_an_agent_online(hub_server, network,
     AgentSession.objects.filter(alias="coder").update(last_seen_at=LONG_AGO)
     _, raw = token_create(network=network, role=role, name=f"{role} listener")
 
-    stream = open_stream(hub.url, raw, "coder", within=30)
-    stream.wait_for(lambda: stream.keepalives() >= 1, within=15)
-    seen_after_connect = AgentSession.objects.get(alias="coder").last_seen_at
-    AgentSession.objects.filter(alias="coder").update(last_seen_at=LONG_AGO)  # keepalives must bring it back
-    stream.wait_for(lambda: stream.keepalives() >= 3, within=15)
-    seen_after_keepalives = AgentSession.objects.get(alias="coder").last_seen_at
+    if role == "viewer":  # an agent's stream is its inbox: a viewer acts as no agent (hub_agents.identity)
+        with httpx.stream("GET", f"{hub.url}/events/coder", headers={"Authorization": f"Bearer {raw}"}) as refused:
+            assert refused.status_code == 403, "a viewer's stream was opened"
+            body = json.loads(refused.read())
+        seen_after_connect = seen_after_keepalives = AgentSession.objects.get(alias="coder").last_seen_at
+    else:
+        stream = open_stream(hub.url, raw, "coder", within=30)
+        stream.wait_for(lambda: stream.keepalives() >= 1, within=15)
+        seen_after_connect = AgentSession.objects.get(alias="coder").last_seen_at
+        AgentSession.objects.filter(alias="coder").update(last_seen_at=LONG_AGO)  # keepalives must bring it back
+        stream.wait_for(lambda: stream.keepalives() >= 3, within=15)
+        seen_after_keepalives = AgentSession.objects.get(alias="coder").last_seen_at
     reply = httpx.get(f"{hub.url}/api/v1/sessions/coder", headers={"Authorization": f"Bearer {raw}"})
 
     assert reply.status_code == 200, reply.text
     if role == "viewer":
+        assert (body["ok"], body["error"]) == (False, "alias_not_yours"), body
         assert (seen_after_connect, seen_after_keepalives) == (LONG_AGO, LONG_AGO)
         assert reply.json()["session"]["status"] == "offline"
     else:
