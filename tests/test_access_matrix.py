@@ -4,7 +4,8 @@ forms, /ws/dashboard and /events/{alias}.
 1. A member of network A can neither read nor touch anything of network B: every tool, aimed at B's
    objects (its task ids, message ids, aliases, network id), is refused or answers with A's data only,
    and B's rows are exactly what they were.
-2. A viewer is refused every write, and nothing is written.
+2. A viewer is refused every write, and nothing is written. It reads, as no agent: naming the alias
+   that reads (an inbox's, a channel member's, search's) is refused alias_not_yours.
 
 Each refusal has a control: the same call by someone allowed (a member of B, a member of A) succeeds
 and shows B's secrets or changes the rows, so a refusal here is the rule at work, not a broken call.
@@ -14,6 +15,7 @@ the websocket read in pool threads on connections of their own, so their class b
 committed (and flushes at the end, as a transactional test would); rows a test adds or changes
 there are put back after it. Everything else runs in the usual rolled-back transaction per test,
 over data built in a class-wide transaction that is rolled back at the end (Django's setUpTestData).
+tests/helpers/access.py holds the calling and the watching (the identity tests share them).
 """
 
 from __future__ import annotations
@@ -23,34 +25,43 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.management import call_command
-from django.db import transaction
-from django.http import HttpResponse
 from django.test import AsyncClient, Client
 from django.urls import resolve
 
-from hub_agents.models import AgentSession, AuditEntry, Network, Node
+from hub_agents.models import AgentSession, Network, Node
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
 from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
 from hub_api.search import urlpatterns as search_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_api.webhooks import urlpatterns as webhook_urlpatterns
-from hub_channels.models import Channel, ChannelMember, ChannelPost
-from hub_events.models import Event
+from hub_channels.models import Channel
 from hub_search.models import SearchEntry
-from hub_tasks.models import Completion, InboxMessage, Question, Task, TaskEvent
-from hub_tools.models import Approval, ApprovalRule, ApprovalVote
+from hub_tasks.models import Completion, InboxMessage, Question, Task
+from hub_tools.models import Approval, ApprovalRule
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
 from hub_webhooks.models import Delivery, Subscription
 from hub_webhooks.services import webhook_create, webhook_set_active
+from tests.helpers.access import (
+    API,
+    ROUTES,
+    WEBHOOK_ROUTES,
+    assert_answered,
+    assert_tool_refused,
+    committed_data,
+    fingerprint,
+    invoke,
+    params,
+    rest_request,
+    rolled_back_data,
+    rows_restored,
+)
 from tests.helpers.calls import (
     channel_create,
     channel_post,
@@ -66,10 +77,8 @@ from tests.helpers.calls import (
 )
 from tests.helpers.contract import EXTENSION_TOOLS, assert_contract_first
 from tests.helpers.dashboard import browser_of, signed_in, websocket
-from tests.helpers.mcp import call
 from tests.helpers.rest import assert_refused
 
-API = "/api/v1/"
 NODE_AGENT = {"runtime": "command", "concurrency": 1, "running": 0}  # an agent a node hosts, less its alias
 SECRET = "B-SECRET"  # in every text of network B: none of it may reach a caller from A
 VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
@@ -82,77 +91,6 @@ READ_TOOLS = {
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
-
-# Each tool's REST endpoint: method and path; {name} segments are taken out of the arguments.
-ROUTES: dict[str, tuple[str, str]] = {
-    "get_all_status": ("get", "sessions"),
-    "report_status": ("post", "sessions/report"),
-    "get_session_status": ("get", "sessions/{alias}"),  # alias "report" reaches GET sessions/report
-    "get_inbox": ("get", "sessions/{alias}/inbox"),
-    "ack_inbox": ("post", "sessions/{alias}/inbox/{message_id}/ack"),
-    "list_tasks": ("get", "tasks"),
-    "send_task": ("post", "tasks"),
-    "get_task": ("get", "tasks/{task_id}"),
-    "send_ack": ("post", "tasks/{task_id}/ack"),
-    "retry_task": ("post", "tasks/{task_id}/retry"),
-    "cancel_task": ("post", "tasks/{task_id}/cancel"),
-    "reassign_task": ("post", "tasks/{task_id}/reassign"),
-    "send_message": ("post", "messages"),
-    "send_reply": ("post", "replies"),
-    "broadcast": ("post", "broadcasts"),
-    "get_completions": ("get", "completions"),
-    "report_completion": ("post", "completions"),
-    # Beyond the contract: skills and the open pool.
-    "find_agents": ("get", "agents"),
-    "list_open_tasks": ("get", "pool"),
-    "claim_task": ("post", "tasks/{task_id}/claim"),
-    # Beyond the contract: questions to a person.
-    "ask_operator": ("post", "tasks/{task_id}/questions"),
-    "list_questions": ("get", "questions"),
-    "answer_question": ("post", "questions/{question_id}/answer"),
-    # Beyond the contract: approvals.
-    "list_approvals": ("get", "approvals"),
-    "decide_approval": ("post", "approvals/{approval_id}/decide"),
-    "get_thread": ("get", "tasks/{task_id}/thread"),
-    # Beyond the contract: channels.
-    "channel_list": ("get", "channels"),
-    "channel_create": ("post", "channels"),
-    "channel_info": ("get", "channels/{channel_id}"),
-    "channel_join": ("post", "channels/{channel_id}/join"),
-    "channel_leave": ("post", "channels/{channel_id}/leave"),
-    "channel_configure": ("post", "channels/{channel_id}/configure"),
-    "channel_read": ("get", "channels/{channel_id}/posts"),
-    "channel_post": ("post", "channels/{channel_id}/posts"),
-    # Beyond the contract: search.
-    "search": ("get", "search"),
-    # Beyond the contract: nodes.
-    "list_nodes": ("get", "nodes"),
-    "report_node": ("post", "nodes/report"),
-}
-
-# Beyond the tools, REST only: webhooks (hub_tools.webhook_tools), for a network's owners and admins.
-WEBHOOK_ROUTES: dict[str, tuple[str, str]] = {
-    "webhook_list": ("get", "webhooks"),
-    "webhook_create": ("post", "webhooks"),
-    "webhook_enable": ("post", "webhooks/{webhook_id}/enable"),
-    "webhook_disable": ("post", "webhooks/{webhook_id}/disable"),
-    "webhook_delete": ("post", "webhooks/{webhook_id}/delete"),
-    "webhook_deliveries": ("get", "webhooks/{webhook_id}/deliveries"),
-}
-
-# How each refusal reads: (REST status, the MCP result's `error` wording).
-REFUSALS: dict[str, tuple[int, str]] = {
-    "task_not_found": (404, "task not found"),
-    "message_not_found": (404, "message not found or not yours"),
-    "parent_task_not_found": (404, "parent task not found"),
-    "question_not_found": (404, "question_not_found"),
-    "approval_not_found": (404, "approval_not_found"),
-    "channel_not_found": (404, "channel_not_found"),
-    "webhook_not_found": (404, "webhook_not_found"),
-    "permission_denied": (403, "permission_denied"),
-    "network_token_required": (403, "network_token_required"),
-}
-
 
 # --- the two networks ------------------------------------------------------------------------------
 
@@ -181,6 +119,7 @@ class World:
     b_admin: str
     b_approval: str  # a message to b-gated, held by B's rule
     a_channel: str  # a group channel a-coder owns, a-helper a member, with a post of a-coder's
+    a_news: str  # a broadcast channel a-coder owns, with a post of a-coder's: every reader of A reads it
     b_channel: str  # a group channel b-lead owns, b-coder a member, with a post of b-coder's
     a_webhook: int  # A's webhooks, one active and one disabled
     a_webhook_off: int
@@ -247,6 +186,8 @@ def build_world() -> World:
     completion_report(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
     a_channel = channel_create(actor=a_agent, name="a-room", alias="a-coder", members=["a-helper"])["channel_id"]
     channel_post(actor=a_agent, channel_id=a_channel, alias="a-coder", content="A post")
+    a_news = channel_create(actor=a_agent, name="a-news", alias="a-coder", type="broadcast")["channel_id"]
+    channel_post(actor=a_agent, channel_id=a_news, alias="a-coder", content="A news")
 
     for alias in ("b-coder", "b-lead", "report"):
         session_report(
@@ -337,6 +278,7 @@ def build_world() -> World:
         b_admin=b_admin,
         b_approval=b_approval,
         a_channel=a_channel,
+        a_news=a_news,
         b_channel=b_channel,
         a_webhook=a_webhook.pk,
         a_webhook_off=a_webhook_off.pk,
@@ -347,84 +289,7 @@ def build_world() -> World:
     )
 
 
-ROW_MODELS: dict[str, tuple[Any, str]] = {
-    "sessions": (AgentSession, "network_id"),
-    "nodes": (Node, "network_id"),
-    "tasks": (Task, "network_id"),
-    "task_events": (TaskEvent, "task__network_id"),
-    "inbox": (InboxMessage, "network_id"),
-    "completions": (Completion, "network_id"),
-    "questions": (Question, "network_id"),
-    "approval_rules": (ApprovalRule, "network_id"),
-    "approvals": (Approval, "network_id"),
-    "approval_votes": (ApprovalVote, "approval__network_id"),
-    "channels": (Channel, "network_id"),
-    "channel_members": (ChannelMember, "channel__network_id"),
-    "channel_posts": (ChannelPost, "channel__network_id"),
-    "events": (Event, "network_id"),
-    "audit": (AuditEntry, "network_id"),
-    "webhooks": (Subscription, "network_id"),
-    "webhook_deliveries": (Delivery, "subscription__network_id"),
-}
-
-
-def fingerprint(network_id: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Every row a write could add or change, in one network or in all of them."""
-    found = {}
-    for name, (model, scope) in ROW_MODELS.items():
-        rows = model.objects.all() if network_id is None else model.objects.filter(**{scope: network_id})
-        found[name] = list(rows.order_by("pk").values())
-    return found
-
-
-# --- calling a tool over either transport ----------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    body: dict[str, Any]  # the tool's result object: REST body, or MCP structuredContent
-    response: HttpResponse | None = None  # REST only
-
-
-def rest_request(tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    """(method, path under /api/v1/, query or body) of the tool's endpoint."""
-    method, template = ROUTES[tool] if tool in ROUTES else WEBHOOK_ROUTES[tool]
-    rest = dict(arguments)
-    path = re.sub(r"\{(\w+)\}", lambda match: quote(str(rest.pop(match.group(1))), safe=""), template)
-    return method, path, rest
-
-
-def invoke(client: Client, transport: str, token: str, tool: str, arguments: dict[str, Any]) -> Outcome:
-    if transport == "mcp":
-        result = call(client, tool, arguments, token=token)
-        assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
-        assert result["isError"] is (not result["structuredContent"]["ok"])
-        return Outcome(result["structuredContent"])
-    method, path, rest = rest_request(tool, arguments)
-    headers = {"Authorization": f"Bearer {token}"}
-    if method == "get":
-        response = client.get(API + path, rest, headers=headers)
-    else:
-        response = client.post(API + path, json.dumps(rest), content_type="application/json", headers=headers)
-    assert response["Content-Type"].startswith("application/json"), response.content
-    return Outcome(response.json(), response)
-
-
-def assert_tool_refused(outcome: Outcome, code: str) -> dict[str, Any]:
-    status, wording = REFUSALS[code]
-    if outcome.response is not None:
-        return assert_refused(outcome.response, status, code)
-    body = outcome.body  # MCP: the contract's wording in `error`, the stable code beside it
-    assert body["ok"] is False, body
-    assert (body["code"], body["error"]) == (code, wording), body
-    assert isinstance(body["message"], str) and body["message"]
-    return body
-
-
-def assert_answered(outcome: Outcome) -> dict[str, Any]:
-    assert outcome.body["ok"] is True, outcome.body
-    assert outcome.response is None or outcome.response.status_code in (200, 201), outcome.body
-    return outcome.body
+# --- what an answer holds --------------------------------------------------------------------------
 
 
 def network_ids_in(value: Any) -> Iterator[str]:
@@ -441,22 +306,6 @@ def network_ids_in(value: Any) -> Iterator[str]:
 def leaked(world: World, answer: Any, sent: Any = None) -> list[str]:
     dumped = answer if isinstance(answer, str) else json.dumps(answer)
     return [secret for secret in world.b_secrets(sent) if secret in dumped]
-
-
-def committed(transport: str, tool: str) -> bool:
-    """Whether the call reads in a pool thread, on a connection of its own: /mcp and the REST inbox."""
-    return transport == "mcp" or tool == "get_inbox"
-
-
-def params(cases: dict[str, Any], transports: tuple[str, ...], *, needs_commit: bool) -> list[Any]:
-    """One test id per (transport, case), for the class whose data suits the transport."""
-    found = []
-    for transport in transports:
-        for case_id, case in cases.items():
-            tool = case[0] if isinstance(case, tuple) else case_id
-            if committed(transport, tool) == needs_commit:
-                found.append(pytest.param(transport, case_id, id=f"{transport}-{case_id}"))
-    return found
 
 
 # --- 1. a member of A, aimed at B: the cases -------------------------------------------------------
@@ -780,24 +629,32 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "channel_post": {"channel_id": "@a_channel", "alias": "a-coder", "content": "from a viewer"},
     "report_node": {"node_id": "a-node", "slots_total": 1, "slots_used": 1},
 }
-VIEWER_READS: dict[str, dict[str, Any]] = {
-    "get_all_status": {},
-    "get_session_status": {"alias": "a-coder"},
-    "get_inbox": {"alias": "a-coder"},
-    "get_completions": {},
-    "list_tasks": {},
-    "get_task": {"task_id": "@a_live"},
-    "find_agents": {"skill": "python"},
-    "list_open_tasks": {"alias": "a-coder"},
-    "list_questions": {},
-    "list_approvals": {},
-    "get_thread": {"task_id": "@a_live"},
-    "channel_list": {},
-    "channel_info": {"channel_id": "@a_channel"},
-    "channel_read": {"channel_id": "@a_channel", "alias": "a-coder"},
-    "search": {"query": "task"},
-    "list_nodes": {},
+# case id -> (tool, arguments, expected refusal code; None: answered with A's data). A viewer reads, but
+# acts as no agent (hub_agents.identity): naming the alias reading (an inbox's, a channel member's,
+# the one whose members-only posts search finds) is refused; an alias that names a target is not.
+VIEWER_READS: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    "get_all_status": ("get_all_status", {}, None),
+    "get_session_status": ("get_session_status", {"alias": "a-coder"}, None),
+    "get_inbox-a_coder": ("get_inbox", {"alias": "a-coder"}, "alias_not_yours"),
+    "get_completions": ("get_completions", {"alias": "a-coder"}, None),
+    "list_tasks": ("list_tasks", {}, None),
+    "get_task": ("get_task", {"task_id": "@a_live"}, None),
+    "find_agents": ("find_agents", {"skill": "python"}, None),
+    "list_open_tasks": ("list_open_tasks", {"alias": "a-coder"}, None),
+    "list_questions": ("list_questions", {}, None),
+    "list_approvals": ("list_approvals", {}, None),
+    "get_thread": ("get_thread", {"task_id": "@a_live"}, None),
+    "channel_list": ("channel_list", {}, None),
+    "channel_info": ("channel_info", {"channel_id": "@a_channel"}, None),
+    "channel_read-a_coder": ("channel_read", {"channel_id": "@a_channel", "alias": "a-coder"}, "alias_not_yours"),
+    "channel_read-broadcast": ("channel_read", {"channel_id": "@a_news"}, None),  # without an alias
+    "search-a_coder": ("search", {"query": "post", "alias": "a-coder"}, "alias_not_yours"),
+    "search": ("search", {"query": "task"}, None),  # without an alias
+    "list_nodes": ("list_nodes", {}, None),
 }
+# What each refused read would have shown a member: none of it reaches the viewer.
+VIEWER_READ_MARKS = {"get_inbox-a_coder": "A live task", "channel_read-a_coder": "A post", "search-a_coder": "A post"}
+VIEWER_REFUSED_READS = {case_id: case for case_id, case in VIEWER_READS.items() if case[2] is not None}
 VIEWERS = {
     "viewer_token": "a_viewer",  # a network token with the viewer role
     "mixed_user_token": "mixed",  # a user token of a viewer in A who is a member of B, naming A
@@ -823,11 +680,24 @@ def check_viewer_write(client: Client, world: World, transport: str, tool: str, 
     assert fingerprint() == before
 
 
-def check_viewer_read(client: Client, world: World, transport: str, tool: str) -> None:
-    body = assert_answered(invoke(client, transport, world.a_viewer, tool, world.value(VIEWER_READS[tool])))
+def check_viewer_read(client: Client, world: World, transport: str, case_id: str, *, caller: str = "a_viewer") -> None:
+    tool, template, refusal = VIEWER_READS[case_id]
+    before = fingerprint()
+
+    outcome = invoke(client, transport, getattr(world, caller), tool, world.value(template))
+
+    if refusal is not None and caller == "a_viewer":
+        assert_tool_refused(outcome, refusal)
+        assert VIEWER_READ_MARKS[case_id] not in json.dumps(outcome.body)
+        assert fingerprint() == before
+        return
+    body = assert_answered(outcome)
     assert set(network_ids_in(body)) <= {world.a.pk}
     # A's data, for a viewer too
-    assert any(mark in json.dumps(body) for mark in ("a-coder", world.a_live, world.a_open, world.a_approval)), body
+    marks = ("a-coder", world.a_live, world.a_open, world.a_approval, VIEWER_READ_MARKS.get(case_id, "a-coder"))
+    assert any(mark in json.dumps(body) for mark in marks), body
+    if refusal is not None:  # the control: what the viewer was refused is there for a member
+        assert VIEWER_READ_MARKS[case_id] in json.dumps(body), body
 
 
 # The dashboard's forms: (path, form)
@@ -966,37 +836,19 @@ def check_webhook_not_admin_control(client: Client, world: World, operation: str
 # --- the tests over committed data: /mcp, the REST inbox, SSE, the websocket -----------------------
 
 
-def rows_by_pk(model: Any) -> dict[Any, dict[str, Any]]:
-    return {row[model._meta.pk.attname]: row for row in model.objects.values()}
-
-
 @pytest.fixture(scope="class")
 def committed_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
-    with django_db_blocker.unblock():
-        try:
-            yield build_world()
-        finally:
-            call_command("flush", interactive=False, verbosity=0)  # as a transactional test leaves it
+    with django_db_blocker.unblock(), committed_data(build_world) as world:
+        yield world
 
 
 class TestOverCommittedData:
     @pytest.fixture
     def restored_rows(self, committed_world: World, django_db_blocker: Any) -> Iterator[None]:
         """Database access without pytest-django's `db`: this class's data is committed, so no
-        transaction per test (`committed_world` has the test database set up). Rows a test adds,
-        changes or deletes are put back after it, so each test starts from the same world even after
-        a failure."""
-        with django_db_blocker.unblock():
-            before = {model: rows_by_pk(model) for model, _ in ROW_MODELS.values()}
+        transaction per test (`committed_world` has the test database set up)."""
+        with django_db_blocker.unblock(), rows_restored():
             yield
-            for model, rows in before.items():
-                now = rows_by_pk(model)
-                model.objects.exclude(pk__in=rows).delete()
-                for pk, row in rows.items():
-                    if pk not in now:
-                        model.objects.create(**row)
-                    elif now[pk] != row:
-                        model.objects.filter(pk=pk).update(**row)
 
     @pytest.fixture
     def live(self, restored_rows: None, committed_world: World) -> World:
@@ -1021,9 +873,17 @@ class TestOverCommittedData:
     ) -> None:
         check_viewer_write(client, live, transport, tool, viewer)
 
-    @pytest.mark.parametrize(("transport", "tool"), params(VIEWER_READS, ("mcp", "rest"), needs_commit=True))
-    def test_a_viewer_token_still_reads(self, client: Client, live: World, transport: str, tool: str) -> None:
-        check_viewer_read(client, live, transport, tool)
+    @pytest.mark.parametrize(("transport", "case_id"), params(VIEWER_READS, ("mcp", "rest"), needs_commit=True))
+    def test_a_viewer_token_still_reads_as_no_agent(
+        self, client: Client, live: World, transport: str, case_id: str
+    ) -> None:
+        check_viewer_read(client, live, transport, case_id)
+
+    @pytest.mark.parametrize(("transport", "case_id"), params(VIEWER_REFUSED_READS, ("mcp", "rest"), needs_commit=True))
+    def test_control_a_member_of_a_makes_the_read_refused_to_a_viewer(
+        self, client: Client, live: World, transport: str, case_id: str
+    ) -> None:
+        check_viewer_read(client, live, transport, case_id, caller="a_member")
 
     @pytest.mark.parametrize("query", ["?network_id=@b", "?network_id=@b&last_event_id=0"])
     def test_an_event_stream_of_network_b_is_refused(self, client: Client, live: World, query: str) -> None:
@@ -1104,14 +964,8 @@ class TestOverCommittedData:
 
 @pytest.fixture(scope="class")
 def rolled_back_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-        try:
-            yield build_world()
-        finally:
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
+    with django_db_blocker.unblock(), rolled_back_data(build_world) as world:
+        yield world
 
 
 @pytest.mark.django_db
@@ -1178,9 +1032,17 @@ class TestInRolledBackTransactions:
 
         assert fingerprint(world.a.pk) != before
 
-    @pytest.mark.parametrize(("transport", "tool"), params(VIEWER_READS, ("rest",), needs_commit=False))
-    def test_a_viewer_token_still_reads(self, client: Client, world: World, transport: str, tool: str) -> None:
-        check_viewer_read(client, world, transport, tool)
+    @pytest.mark.parametrize(("transport", "case_id"), params(VIEWER_READS, ("rest",), needs_commit=False))
+    def test_a_viewer_token_still_reads_as_no_agent(
+        self, client: Client, world: World, transport: str, case_id: str
+    ) -> None:
+        check_viewer_read(client, world, transport, case_id)
+
+    @pytest.mark.parametrize(("transport", "case_id"), params(VIEWER_REFUSED_READS, ("rest",), needs_commit=False))
+    def test_control_a_member_of_a_makes_the_read_refused_to_a_viewer(
+        self, client: Client, world: World, transport: str, case_id: str
+    ) -> None:
+        check_viewer_read(client, world, transport, case_id, caller="a_member")
 
     @pytest.mark.parametrize("case_id", WEBHOOK_CROSS)
     def test_an_admin_of_a_neither_reads_nor_touches_the_webhooks_of_b(
@@ -1263,7 +1125,10 @@ def test_the_matrix_covers_every_tool_and_every_endpoint() -> None:
     assert set(EXTENSION_TOOLS) <= set(TOOLS_BY_NAME)
     assert set(ROUTES) == set(TOOLS_BY_NAME)
     assert {tool for tool, _, _ in CROSS.values()} == set(TOOLS_BY_NAME)
-    assert READ_TOOLS == {tool.name for tool in TOOLS if tool.read_only} == set(VIEWER_READS)
+    assert (
+        READ_TOOLS == {tool.name for tool in TOOLS if tool.read_only} == {tool for tool, _, _ in VIEWER_READS.values()}
+    )
+    assert set(VIEWER_READ_MARKS) == set(VIEWER_REFUSED_READS)
     assert set(VIEWER_WRITES) == WRITE_TOOLS
     assert len(WRITE_TOOLS & set(CONTRACT_TOOLS)) == 11
     webhook_calls = [(operation, arguments) for operation, arguments, _ in WEBHOOK_CROSS.values()]
