@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -12,11 +13,23 @@ from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, Value,
 from django.utils import timezone
 
 from hub_agents.actors import Actor
-from hub_agents.models import AgentSession, AuditEntry, Membership, Network, Node, SessionStatus
+from hub_agents.identity import binding_matches
+from hub_agents.models import (
+    ADMIN_ROLES,
+    WRITE_ROLES,
+    AgentSession,
+    ApiToken,
+    AuditEntry,
+    Membership,
+    Network,
+    Node,
+    Role,
+    SessionStatus,
+)
 from hub_agents.results import SessionListing
 from hub_core.cursor import Position
 from hub_core.cursor import encode as encode_cursor
-from hub_core.errors import permission_denied
+from hub_core.errors import HubError, permission_denied
 from hub_core.formats import timestamp
 
 SESSION_COLUMNS = (
@@ -211,3 +224,112 @@ def agents_by_network_status(*, now: datetime | None = None) -> list[tuple[str, 
         (row["network_id"], row["effective_status"], row["count"])
         for row in counts.order_by("network_id", "effective_status")
     ]
+
+
+# --- tokens and who they may act as (the Tokens page, the admin, create_token) -------------------
+
+
+def binding_text(aliases: Sequence[str]) -> str:
+    """A token's binding as operators read it: "bound to a-coder, build-*", or "unbound"."""
+    return f"bound to {', '.join(aliases)}" if aliases else "unbound"
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """A token as its network's owners and admins see it; never its digest."""
+
+    id: int
+    kind: str  # ApiToken.Kind: a network token, or a member's user token
+    name: str
+    prefix: str
+    role: str  # a network token's role; a user token's: its user's role in the network
+    username: str  # a user token's user ("" for a network token)
+    aliases: tuple[str, ...]
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+    revocable: bool  # by this caller, from this network's page (a network token whose role it may give)
+
+    @property
+    def binding(self) -> str:
+        return binding_text(self.aliases)
+
+    @property
+    def acts(self) -> bool:
+        """Whether it may act as an agent at all now: live, with a role that writes."""
+        return self.revoked_at is None and self.role in WRITE_ROLES
+
+
+def _admins_only(network_id: str) -> HubError:
+    return permission_denied(f"Only the owners and admins of network {network_id} see and manage its tokens.")
+
+
+def token_roles_grantable(*, actor: Actor, network_id: str) -> list[str]:
+    """The roles `actor` may give a new network token of the network, or take away by revoking one:
+    an owner every role, an admin every role but owner; members and viewers none (permission_denied)."""
+    role = actor.roles.get(network_id)
+    if role not in ADMIN_ROLES:
+        raise _admins_only(network_id)
+    return [value for value in Role.values if role == Role.OWNER or value != Role.OWNER]
+
+
+def token_list(*, actor: Actor, network_id: str) -> list[TokenRow]:
+    """The tokens that act in the network: its network tokens, and the user tokens of its members
+    (with the member's role there). Live ones first, each part newest first. Owners and admins only."""
+    grantable = set(token_roles_grantable(actor=actor, network_id=network_id))
+    members = dict(
+        Membership.objects.filter(network_id=network_id, user__is_active=True).values_list("user_id", "role")
+    )
+    tokens = ApiToken.objects.filter(Q(network_id=network_id) | Q(kind=ApiToken.Kind.USER, user_id__in=list(members)))
+    rows = [
+        TokenRow(
+            id=token.pk,
+            kind=token.kind,
+            name=token.name,
+            prefix=token.prefix,
+            role=token.role if token.network_id else members[token.user_id],
+            username=token.user.get_username() if token.user_id else "",
+            aliases=tuple(token.aliases),
+            created_at=token.created_at,
+            last_used_at=token.last_used_at,
+            revoked_at=token.revoked_at,
+            revocable=bool(token.network_id) and token.revoked_at is None and token.role in grantable,
+        )
+        for token in tokens.select_related("user").order_by("-created_at", "-pk")
+    ]
+    return sorted(rows, key=lambda row: row.revoked_at is not None)  # stable: newest first within each part
+
+
+def token_revocable(*, actor: Actor, network_id: str, token_id: int) -> ApiToken | None:
+    """The network's live network token `token_id`, if `actor` may revoke it from the network's page;
+    None if there is no such token. A user token is not: it acts in each of its user's networks."""
+    grantable = token_roles_grantable(actor=actor, network_id=network_id)
+    return ApiToken.objects.filter(
+        pk=token_id, network_id=network_id, revoked_at__isnull=True, role__in=grantable
+    ).first()
+
+
+@dataclass(frozen=True)
+class LosingAccess:
+    """What switching a network to the strict identity policy takes away (hub_agents.identity).
+
+    The hub does not record which alias a token acted as, so `tokens` are all those that may act as
+    an agent now and could not then: every live unbound token with a role that writes, most recently
+    used first (one never used last). Owners' and admins' among them still act as channel members.
+    `agents` are the aliases that have reported in the network that no live bound token may act as:
+    until one is made, nothing can report as them."""
+
+    tokens: list[TokenRow]
+    agents: list[str]
+
+
+def tokens_losing_access(*, actor: Actor, network_id: str) -> LosingAccess:
+    rows = [row for row in token_list(actor=actor, network_id=network_id) if row.acts]
+    unbound = [row for row in rows if not row.aliases]
+    unbound.sort(key=lambda row: row.last_used_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    bindings = [row.aliases for row in rows if row.aliases]
+    reported = AgentSession.objects.filter(network_id=network_id).values_list("alias", flat=True).distinct()
+    uncovered = sorted(
+        alias for alias in set(reported) if not any(binding_matches(binding, alias) for binding in bindings)
+    )
+    return LosingAccess(tokens=unbound, agents=uncovered)
