@@ -5,7 +5,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hub_agents.audit import CLI
-from hub_agents.models import Network, Role, ToolProfile
+from hub_agents.identity import binding_parse
+from hub_agents.models import IdentityPolicy, Network, Role, ToolProfile
+from hub_agents.selectors import binding_text
 from hub_agents.services import membership_set, token_create, user_get_or_create
 from hub_core.errors import HubError
 
@@ -14,7 +16,8 @@ class Command(BaseCommand):
     help = (
         "Create a token and print it once, as the last line. --network NAME gives a network token "
         "(ntok_…); --user USERNAME a user token (utok_…), creating the user, and with --network the "
-        "membership, if missing. --profile narrows the tools its MCP connections list and may call."
+        "membership, if missing. --profile narrows the tools its MCP connections list and may call; "
+        "--alias binds it to the agents it may act as."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,6 +32,16 @@ class Command(BaseCommand):
             help="the tools its MCP connections list and may call: contract (the 17 contract tools), agent "
             "(contract, open pool, questions, thread), lead (agent, answers, approvals, search) or all (default)",
         )
+        parser.add_argument(
+            "--alias",
+            dest="aliases",
+            action="append",
+            default=[],
+            metavar="ALIAS",
+            help="an alias the token acts as, or a pattern such as 'build-*'; repeat it, or separate several "
+            "with commas (a node's agents). Left out: unbound, acting as any agent of an open network and "
+            "as none of a strict one",
+        )
 
     def handle(
         self,
@@ -38,6 +51,7 @@ class Command(BaseCommand):
         role: str | None,
         name: str,
         profile: str,
+        aliases: list[str],
         **options: Any,
     ):
         if network is None and user is None:
@@ -45,9 +59,13 @@ class Command(BaseCommand):
         if user is None and role is None:
             role = Role.MEMBER
         try:
+            # Each --alias may list several, separated by commas; checked before any user or membership is made.
+            binding = binding_parse(",".join(aliases))
             found = self._network(network) if network is not None else None
             if user is None:
-                token, raw = token_create(network=found, role=role, name=name, tool_profile=profile, by=CLI)
+                token, raw = token_create(
+                    network=found, role=role, name=name, tool_profile=profile, aliases=binding, by=CLI
+                )
             else:
                 account = user_get_or_create(username=user)
                 if found is not None:
@@ -55,11 +73,19 @@ class Command(BaseCommand):
                     self.stderr.write(f"{account.get_username()} is {membership.role} in {found.name!r}.")
                 elif role is not None:
                     raise CommandError("--role for a user token needs --network: roles belong to memberships.")
-                token, raw = token_create(user=account, name=name, tool_profile=profile, by=CLI)
+                token, raw = token_create(user=account, name=name, tool_profile=profile, aliases=binding, by=CLI)
         except HubError as exc:
+            if exc.extra.get("field") == "aliases":
+                raise CommandError(f"--alias {exc.error.removeprefix('aliases: ')}.") from None
             raise CommandError(exc.message) from None
         narrowed = f" (tool profile {token.tool_profile})" if token.tool_profile != ToolProfile.ALL else ""
-        self.stderr.write(f"Token {token.prefix}… created{narrowed}; it is shown once, store it now.")
+        self.stderr.write(
+            f"Token {token.prefix}… created, {binding_text(token.aliases)}{narrowed}; it is shown once, store it now."
+        )
+        if not token.aliases and found is not None and found.identity_policy == IdentityPolicy.STRICT:
+            self.stderr.write(
+                f"Network {found.name!r} is strict: an unbound token acts as no agent there, only as itself."
+            )
         self.stdout.write(raw)
 
     @staticmethod
