@@ -16,12 +16,15 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from hub_agents.models import AgentSession, ApiToken, AuditEntry, Membership, Network, Node, Role
+from hub_agents.identity import binding_parse
+from hub_agents.models import AgentSession, ApiToken, AuditEntry, IdentityPolicy, Membership, Network, Node, Role
+from hub_agents.selectors import binding_text
 from hub_agents.services import (
     membership_remove,
     membership_set,
     network_create,
     network_delete,
+    network_policy_set,
     token_create,
     token_revoke,
 )
@@ -52,29 +55,41 @@ def _checked(check: Any, field: str, value: Any) -> Any:
 class NetworkForm(forms.ModelForm):
     class Meta:
         model = Network
-        fields = ["name", "default_lease_seconds"]
+        fields = ["name", "default_lease_seconds", "identity_policy"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["identity_policy"].required = False  # left out: as it is (a new network: open)
 
     def clean_name(self) -> str:
         return _checked(validate.required_identifier, "name", self.cleaned_data["name"])
+
+    def clean_identity_policy(self) -> str:
+        kept = self.instance.identity_policy if self.instance.pk else IdentityPolicy.OPEN
+        return self.cleaned_data["identity_policy"] or kept
 
 
 @admin.register(Network)
 class NetworkAdmin(admin.ModelAdmin):
     form = NetworkForm
-    list_display = ["name", "id", "default_lease_seconds", "created_at"]
+    list_display = ["name", "id", "default_lease_seconds", "identity_policy", "created_at"]
+    list_filter = ["identity_policy"]
     search_fields = ["name", "id"]
     readonly_fields = ["id", "created_at"]
     inlines = [MembershipInline]
 
     def save_model(self, request: HttpRequest, obj: Network, form: forms.ModelForm, change: bool) -> None:
+        # The identity policy changes who may act as which agent: network_policy_set writes it, audited.
+        policy, by = form.cleaned_data["identity_policy"], actor_label(request)
         if change:
-            obj.save()
-            return
-        created, _ = network_create(name=obj.name, by=actor_label(request))
-        obj.pk, obj.created_at = created.pk, created.created_at
-        obj._state.adding = False
-        if obj.default_lease_seconds is not None:  # network_create knows only the name
-            Network.objects.filter(pk=obj.pk).update(default_lease_seconds=obj.default_lease_seconds)
+            obj.save(update_fields=["name", "default_lease_seconds"])
+        else:
+            created, _ = network_create(name=obj.name, by=by)
+            obj.pk, obj.created_at = created.pk, created.created_at
+            obj._state.adding = False
+            if obj.default_lease_seconds is not None:  # network_create knows only the name
+                Network.objects.filter(pk=obj.pk).update(default_lease_seconds=obj.default_lease_seconds)
+        network_policy_set(network=obj, policy=policy, by=by)
 
     def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: BaseInlineFormSet, change: bool):
         if formset.model is not Membership:
@@ -106,9 +121,17 @@ class NetworkAdmin(admin.ModelAdmin):
 
 
 class TokenCreationForm(forms.ModelForm):
+    # Text, not the model's JSON: aliases and patterns as an operator types them, parsed as the CLI's.
+    aliases = forms.CharField(
+        label="Acts as",
+        required=False,
+        help_text="The agents it may act as: aliases or patterns such as build-*, separated by commas. Blank: "
+        "unbound, acting as any agent of an open network and as none of a strict one. Fixed once made.",
+    )
+
     class Meta:
         model = ApiToken
-        fields = ["name", "network", "role", "user", "tool_profile"]
+        fields = ["name", "network", "role", "user", "tool_profile", "aliases"]
         help_texts = {
             "network": "A network token acts in this network only, with the role below.",
             "user": "Or: a user token, which acts as this user in each of the user's networks.",
@@ -122,6 +145,9 @@ class TokenCreationForm(forms.ModelForm):
     def clean_name(self) -> str:
         return _checked(partial(validate.text, max_len=200), "name", self.cleaned_data["name"])
 
+    def clean_aliases(self) -> list[str]:
+        return _checked(lambda _field, value: binding_parse(value), "aliases", self.cleaned_data["aliases"])
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         network, user = data.get("network"), data.get("user")
@@ -134,17 +160,34 @@ class TokenCreationForm(forms.ModelForm):
         return data
 
 
+class BindingFilter(admin.SimpleListFilter):
+    title = "binding"
+    parameter_name = "bound"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("yes", "bound to aliases"), ("no", "unbound")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> QuerySet[ApiToken]:
+        if self.value() in ("yes", "no"):
+            unbound = queryset.filter(aliases=[])
+            return unbound if self.value() == "no" else queryset.exclude(pk__in=unbound.values("pk"))
+        return queryset
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Tokens are created here (the raw value is shown once) and revoked, never edited or deleted."""
+    """Tokens are created here (the raw value is shown once) and revoked, never edited or deleted. Its
+    binding too is fixed once made: to change whom a token acts as, make another and revoke it."""
 
     list_display = [
-        "prefix", "name", "kind", "network", "user", "role", "tool_profile", "created_at", "last_used_at", "revoked_at",
+        "prefix", "name", "kind", "network", "user", "role", "binding", "tool_profile", "created_at", "last_used_at",
+        "revoked_at",
     ]  # fmt: skip
-    list_filter = ["kind", "role", "tool_profile", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_filter = ["kind", "role", BindingFilter, "tool_profile", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["prefix", "name"]
     readonly_fields = [
-        "kind", "prefix", "network", "user", "role", "tool_profile", "created_at", "last_used_at", "revoked_at",
+        "kind", "prefix", "network", "user", "role", "binding", "tool_profile", "created_at", "last_used_at",
+        "revoked_at",
     ]  # fmt: skip
     fields = ["name", *readonly_fields]
     autocomplete_fields = ["network", "user"]
@@ -172,9 +215,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
             user=data["user"],
             name=data["name"],
             tool_profile=data.get("tool_profile") or None,
+            aliases=data.get("aliases") or None,
             by=actor_label(request),
         )
-        obj.pk, obj.prefix, obj.kind = token.pk, token.prefix, token.kind
+        obj.pk, obj.prefix, obj.kind, obj.aliases = token.pk, token.prefix, token.kind, token.aliases
         obj._state.adding = False
         request._commhub_raw_token = raw  # shown by response_add, once, and stored nowhere
 
@@ -184,11 +228,16 @@ class ApiTokenAdmin(admin.ModelAdmin):
             "opts": self.opts,
             "token": obj,
             "raw": request._commhub_raw_token,
+            "binding": binding_text(obj.aliases),
             "title": "Token created",
         }
         response = TemplateResponse(request, "admin/hub_agents/apitoken/created.html", context)
         response["Cache-Control"] = "no-store"  # the raw token must not stay in any cache
         return response
+
+    @admin.display(description="binding")
+    def binding(self, obj: ApiToken) -> str:
+        return binding_text(obj.aliases)
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
