@@ -99,11 +99,14 @@ def test_another_network_sees_nothing_of_a_channel_and_touches_nothing(agent, ou
     assert ChannelMember.objects.count() == 2
 
 
-def test_a_viewer_reads_a_members_channel_but_writes_nothing(agent, viewer):
+def test_a_viewer_borrows_no_members_channel_and_writes_nothing(agent, viewer):
     channel_id = group(agent)
     channel_post(actor=agent, channel_id=channel_id, alias="coder", content="hello")
 
-    assert contents(viewer, channel_id, "lead") == ["hello"]
+    # Naming a member lends a viewer nothing (hub_agents.identity); the member itself reads.
+    assert refused(channel_read, actor=viewer, channel_id=channel_id, alias="lead").code == "alias_not_yours"
+    assert refused(channel_read, actor=viewer, channel_id=channel_id).code == "not_a_member"
+    assert contents(agent, channel_id, "lead") == ["hello"]
     for call, arguments in [
         (channel_post, {"alias": "lead", "content": "from a viewer"}),
         (channel_join, {"alias": "viewer-alias"}),
