@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from commhub.health import healthz
 from commhub.login_guard import AdminLoginForm
 from commhub.metrics import metrics_view
-from hub_api.cards import hub_card_view
+from hub_api.cards import hub_card_view, key_set_view
 from hub_api.errors import api_not_found
 from hub_live.sse import event_stream
 from hub_mcp.views import mcp_endpoint, well_known_not_found
@@ -35,6 +35,7 @@ urlpatterns = [
     path("mcp/", mcp_endpoint),
     # The hub's A2A agent card (hub_api.cards), ahead of the other /.well-known/ paths, which it has not.
     path(".well-known/agent-card.json", hub_card_view, name="hub_agent_card"),
+    path(".well-known/jwks.json", key_set_view, name="jwks"),  # the keys the cards are signed with
     re_path(r"^\.well-known/(?P<path>.*)$", well_known_not_found),
     path("api/v1/", include(api)),
     path("events/<str:alias>", event_stream, name="events"),

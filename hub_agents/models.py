@@ -270,3 +270,20 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target} by {self.actor}"
+
+
+class SigningKey(models.Model):
+    """A key the hub signs with (hub_agents.signing): made on first need, one for each purpose, so
+    that processes racing to that first need all end up with the same one. Its public half is
+    published at /.well-known/jwks.json; the private one never leaves the database."""
+
+    class Purpose(models.TextChoices):
+        AGENT_CARDS = "agent_cards", "A2A agent cards"
+
+    purpose = models.CharField(max_length=32, choices=Purpose.choices, unique=True)
+    kid = models.CharField(max_length=64, unique=True, help_text="The key's RFC 7638 thumbprint.")
+    private_pem = models.TextField(editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return f"{self.get_purpose_display()} key {self.kid}"

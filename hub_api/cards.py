@@ -14,6 +14,14 @@ are declared with custom protocol bindings, URIs naming what is spoken there, as
 bindings beyond its own three: never "JSONRPC" or "HTTP+JSON", which an A2A client would take for
 A2A endpoints and call in vain. In network and agent cards each interface carries the network as
 its `tenant`: the `network_id` argument every tool takes.
+
+Every card is signed (A2A 8.4): `signatures` holds one JWS (RFC 7515) by the hub's key
+(hub_agents.signing, ES256) over the card without its `signatures`, emptied of empty strings,
+lists and objects and canonicalized by RFC 8785 (JCS), the payload left out (RFC 7515 appendix F).
+That is what a2a-sdk's verifier (a2a.utils.signing) checks, and a2a-js alike. (The spec's text
+keeps REQUIRED fields that are empty, where both SDKs drop them; no card of ours has one, so the two
+readings differ here only on `securityRequirements`, whose one scheme lists no scopes.) The
+protected header's `jku` is the key set, `GET /.well-known/jwks.json`, public like the hub's card.
 """
 
 from __future__ import annotations
@@ -23,17 +31,20 @@ import json
 from collections import Counter
 from typing import Any
 
+import rfc8785
 from django.conf import settings
 from django.urls import path, reverse
 from django.utils.http import parse_etags
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hub_agents.results import Row
 from hub_agents.roster import Roster, network_roster
+from hub_agents.signing import detached_signature, public_key_set
 from hub_api.auth import actor_of
 from hub_core import validate
 from hub_tasks.models import POOL
@@ -51,6 +62,7 @@ ANY_TASK = "commhub:tasks"
 # Cards name no secret, but network and agent cards are for members only: never kept by a cache.
 PRIVATE = {"Cache-Control": "no-store"}
 HUB_CARD_MAX_AGE = 300  # the hub's card changes only with a deployment
+KEYS_MAX_AGE = 300  # the key set changes only if an operator replaces the key
 
 
 # --- the cards -----------------------------------------------------------------------------------
@@ -63,7 +75,8 @@ def hub_card(request: Request) -> Card:
             "A hub for a fleet of AI coding agents: they report their status, send and take tasks and "
             "messages, and report completions, over MCP (/mcp) or REST (/api/v1/), with a bearer token. "
             "Each network has its own card at /api/v1/networks/{network_id}/agent-card.json, and each agent "
-            "at /api/v1/networks/{network_id}/agents/{alias}/agent-card.json (a token of that network)."
+            "at /api/v1/networks/{network_id}/agents/{alias}/agent-card.json (a token of that network). Every "
+            "card is signed by the hub (ES256); its keys are at /.well-known/jwks.json."
         ),
         **_common(request, tenant=None, security=_security("A CommHub token: ntok_… (network) or utok_… (user).")),
         "defaultInputModes": ["application/json"],
@@ -190,6 +203,35 @@ def _member_security(roster: Roster) -> Card:
     )
 
 
+# --- the signature -------------------------------------------------------------------------------
+
+
+def signed(request: Request, card: Card) -> Card:
+    """The card with its signature (A2A 8.4), whose key is in the key set at the protected `jku`."""
+    payload = rfc8785.dumps(_pruned(card))
+    jku = request.build_absolute_uri(reverse("jwks"))
+    return {**card, "signatures": [detached_signature(payload, jku=jku)]}
+
+
+def _pruned(value: Any) -> Any:
+    """`value` without its empty strings, lists and objects, at every depth (None: all of it was
+    empty), as a2a-sdk prunes a card it verifies. Not false or 0: those are kept, as it keeps them."""
+    if isinstance(value, dict):
+        kept = {key: item for key, item in ((key, _pruned(item)) for key, item in value.items()) if item is not None}
+        return kept or None
+    if isinstance(value, list):
+        kept_items = [item for item in map(_pruned, value) if item is not None]
+        return kept_items or None
+    return None if value == "" else value
+
+
+def _etag(card: Card) -> str:
+    # Over what the card says and who signed it, not over the signature: ES256 signs anew each time,
+    # and two signings of one card by one key are the same card (a2a-sdk's card route does alike).
+    said = {**card, "signatures": [signature["protected"] for signature in card["signatures"]]}
+    return f'W/"{hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()}"'
+
+
 # --- the views -----------------------------------------------------------------------------------
 
 # Not in the OpenAPI description (/api/v1/schema): that describes the tools over REST, and a card's
@@ -202,8 +244,8 @@ class HubCardView(APIView):
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> Response:
-        card = hub_card(request)
-        etag = f'W/"{hashlib.sha256(json.dumps(card, sort_keys=True).encode()).hexdigest()}"'
+        card = signed(request, hub_card(request))
+        etag = _etag(card)
         headers = {"ETag": etag, "Cache-Control": f"public, max-age={HUB_CARD_MAX_AGE}"}
         asked = parse_etags(request.headers.get("If-None-Match", ""))
         if "*" in asked or etag.removeprefix("W/") in {tag.removeprefix("W/") for tag in asked}:
@@ -215,7 +257,7 @@ class NetworkCardView(APIView):
     @extend_schema(exclude=True)
     def get(self, request: Request, network_id: str) -> Response:
         roster = network_roster(actor=actor_of(request), network_id=network_id)
-        return Response(network_card(request, roster), headers=PRIVATE)
+        return Response(signed(request, network_card(request, roster)), headers=PRIVATE)
 
 
 class AgentCardView(APIView):
@@ -223,10 +265,27 @@ class AgentCardView(APIView):
     def get(self, request: Request, network_id: str, alias: str) -> Response:
         alias = validate.required_identifier("alias", alias)
         roster = network_roster(actor=actor_of(request), network_id=network_id, alias=alias)
-        return Response(agent_card(request, roster), headers=PRIVATE)
+        return Response(signed(request, agent_card(request, roster)), headers=PRIVATE)
+
+
+class KeySetRenderer(JSONRenderer):
+    media_type = "application/jwk-set+json"  # RFC 7517's; application/json to a client that asks for it
+
+
+class KeySetView(APIView):
+    """The public keys the cards' signatures are checked with (their `jku`): public and cacheable."""
+
+    authentication_classes = ()
+    permission_classes = (AllowAny,)
+    renderer_classes = (KeySetRenderer, JSONRenderer)
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        return Response(public_key_set(), headers={"Cache-Control": f"public, max-age={KEYS_MAX_AGE}"})
 
 
 hub_card_view = HubCardView.as_view()
+key_set_view = KeySetView.as_view()
 
 urlpatterns = [
     path("networks/<str:network_id>/agent-card.json", NetworkCardView.as_view(), name="network_agent_card"),
