@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from hub_dashboard import approvals, channels, views, webhooks
+from hub_dashboard import approvals, channels, tokens, views, webhooks
 from hub_dashboard import search as search_views
 from hub_dashboard.forms import LoginForm
 
@@ -40,5 +40,9 @@ urlpatterns = [
     path("webhooks/", gzip_page(webhooks.webhooks_page), name="webhooks"),
     path("webhooks/<int:subscription_id>/", gzip_page(webhooks.webhook_page), name="webhook"),
     path("webhooks/<int:subscription_id>/<str:action>/", webhooks.webhook_action, name="webhook_action"),
+    # Not compressed: the page that shows a new token's raw value echoes the form beside it.
+    path("tokens/", tokens.tokens_page, name="tokens"),
+    path("tokens/policy/", gzip_page(tokens.policy_page), name="token_policy"),
+    path("tokens/<int:token_id>/revoke/", tokens.token_revoke_action, name="token_revoke"),
     path("search/", gzip_page(search_views.search_page), name="search"),
 ]

@@ -29,6 +29,7 @@ LABELS = {
     "message": "Message",
     "filter_server": "Server",
     "filter_status": "Status",
+    "aliases": "Acts as",
 }
 
 # (field, what validation found) -> the sentence an operator needs; the first pattern that matches wins.
