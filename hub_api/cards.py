@@ -22,6 +22,9 @@ That is what a2a-sdk's verifier (a2a.utils.signing) checks, and a2a-js alike. (T
 keeps REQUIRED fields that are empty, where both SDKs drop them; no card of ours has one, so the two
 readings differ here only on `securityRequirements`, whose one scheme lists no scopes.) The
 protected header's `jku` is the key set, `GET /.well-known/jwks.json`, public like the hub's card.
+
+Network and agent cards state the network's identity policy as an extension (`IDENTITY_EXTENSION`),
+and an agent card whether a live token is bound to its alias (hub_agents.identity).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hub_agents.results import Row
-from hub_agents.roster import Roster, network_roster
+from hub_agents.roster import Roster, alias_bound, network_roster
 from hub_agents.signing import detached_signature, public_key_set
 from hub_api.auth import actor_of
 from hub_core import validate
@@ -59,6 +62,8 @@ MCP_BINDING = "https://modelcontextprotocol.io/specification/2025-03-26/basic/tr
 BEARER = "bearer"  # the key of the one security scheme
 # Skills' ids are tags (hub_agents.limits.SKILL_PATTERN: no colon) or tool names: this one is neither.
 ANY_TASK = "commhub:tasks"
+# Who may act as an agent of the network (hub_agents.identity): an identifier, not a document.
+IDENTITY_EXTENSION = "urn:commhub:a2a:identity:v1"
 # Cards name no secret, but network and agent cards are for members only: never kept by a cache.
 PRIVATE = {"Cache-Control": "no-store"}
 HUB_CARD_MAX_AGE = 300  # the hub's card changes only with a deployment
@@ -111,14 +116,20 @@ def network_card(request: Request, roster: Roster) -> Card:
             f'alias (send_task), or send it to alias "{POOL}" with required_skills: any agent whose skills '
             f"cover them may claim it. Agents: {len(roster.sessions)}" + (f" ({reported})." if reported else ".")
         ),
-        **_common(request, tenant=roster.network_id, security=_member_security(roster)),
+        **_common(
+            request,
+            tenant=roster.network_id,
+            security=_member_security(roster),
+            extensions=[_identity(roster, {})],
+        ),
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
         "skills": skills or [_any_task("No agent here has reported skills yet; each takes tasks sent to its alias.")],
     }
 
 
-def agent_card(request: Request, roster: Roster) -> Card:
+def agent_card(request: Request, roster: Roster, *, bound: bool) -> Card:
+    """`bound`: whether a live token of the network is bound to the agent's alias (roster.alias_bound)."""
     (row,) = roster.sessions
     alias = row["alias"]
     skills = [
@@ -133,7 +144,12 @@ def agent_card(request: Request, roster: Roster) -> Card:
     return {
         "name": alias,
         "description": _agent_description(row, roster),
-        **_common(request, tenant=roster.network_id, security=_member_security(roster)),
+        **_common(
+            request,
+            tenant=roster.network_id,
+            security=_member_security(roster),
+            extensions=[_identity(roster, {"alias": alias, "bound": bound})],
+        ),
         "version": row["version"] or "unreported",
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
@@ -157,7 +173,19 @@ def _any_task(description: str) -> Card:
     return {"id": ANY_TASK, "name": "Tasks", "description": description, "tags": ["tasks"]}
 
 
-def _common(request: Request, *, tenant: str | None, security: Card) -> Card:
+def _identity(roster: Roster, params: Card) -> Card:
+    return {
+        "uri": IDENTITY_EXTENSION,
+        "description": (
+            "Who may act as an agent of this network: in a strict one only a token bound to its alias, in an "
+            "open one any member's token too. params: network, policy (open or strict); on an agent's card "
+            "its alias, and bound: whether a live token of the network that may act as an agent is bound to it."
+        ),
+        "params": {"network": roster.network_id, "policy": roster.identity_policy, **params},
+    }
+
+
+def _common(request: Request, *, tenant: str | None, security: Card, extensions: list[Card] | None = None) -> Card:
     """What every card shares: where the hub is, how to authenticate, what it can do."""
     schema = reverse("schema")
     interfaces = [
@@ -176,7 +204,11 @@ def _common(request: Request, *, tenant: str | None, security: Card) -> Card:
         "version": settings.SPECTACULAR_SETTINGS["VERSION"],  # the API's version, as /api/v1/schema states it
         "documentationUrl": request.build_absolute_uri(reverse("docs")),
         # Streaming: SSE (an MCP long-poll's progress, /events/{alias}); the hub pushes to no client URL.
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {
+            "streaming": True,
+            "pushNotifications": False,
+            **({"extensions": extensions} if extensions else {}),
+        },
         **security,
     }
 
@@ -265,7 +297,8 @@ class AgentCardView(APIView):
     def get(self, request: Request, network_id: str, alias: str) -> Response:
         alias = validate.required_identifier("alias", alias)
         roster = network_roster(actor=actor_of(request), network_id=network_id, alias=alias)
-        return Response(signed(request, agent_card(request, roster)), headers=PRIVATE)
+        bound = alias_bound(network_id=roster.network_id, alias=alias)
+        return Response(signed(request, agent_card(request, roster, bound=bound)), headers=PRIVATE)
 
 
 class KeySetRenderer(JSONRenderer):

@@ -1,11 +1,13 @@
 """Signed A2A agent cards (issue 26 item 5): every card the hub serves carries a JWS by the hub's
 key, checked here as an A2A client checks it: a2a-sdk's verifier (PyJWT, another JOSE library than
-the hub's), with the key set published at the signature's `jku`.
+the hub's), with the key set published at the signature's `jku`. And what a card says about who may
+act as its agent: the network's identity policy, and whether a live token is bound to the alias.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import threading
@@ -14,13 +16,18 @@ from typing import Any
 import pytest
 from a2a.utils.signing import InvalidSignaturesError
 from django.test import Client
+from google.protobuf.json_format import MessageToDict
 from joserfc.jwk import ECKey
 
 from hub_agents import signing
 from hub_agents.models import Network, SigningKey
 from hub_agents.services import (
+    membership_set,
     network_create,
+    network_policy_set,
     token_create,
+    token_revoke,
+    user_get_or_create,
 )
 from tests.helpers.calls import session_report
 from tests.helpers.cards import JWKS, published_keys, strict, verified, verify
@@ -29,6 +36,7 @@ from tests.helpers.races import race
 pytestmark = pytest.mark.django_db
 
 HUB_CARD = "/.well-known/agent-card.json"
+IDENTITY = "urn:commhub:a2a:identity:v1"
 CARDS = ["hub", "network", "agent"]
 
 
@@ -86,6 +94,18 @@ def test_a_card_changed_by_one_character_fails_verification(client: Client, netw
     changed = {**body, "description": description[:-1] + chr(ord(description[-1]) ^ 1)}
     with pytest.raises(InvalidSignaturesError):
         verify(strict(changed), lambda jku: keys)
+
+
+def test_a_forged_binding_fails_verification(client: Client, network, coder) -> None:
+    body = card_body(client, network, "agent")
+    (extension,) = body["capabilities"]["extensions"]
+    assert extension["params"]["bound"] is False
+    keys = published_keys(client)
+
+    forged = copy.deepcopy(body)
+    forged["capabilities"]["extensions"][0]["params"]["bound"] = True
+    with pytest.raises(InvalidSignaturesError):
+        verify(strict(forged), lambda jku: keys)
 
 
 def test_a_key_set_with_another_key_under_the_same_kid_fails_verification(client: Client) -> None:
@@ -167,6 +187,54 @@ def test_the_hub_card_etag_holds_across_signings_and_changes_with_the_key(client
     verified(client, renewed.json())
     with pytest.raises(InvalidSignaturesError):  # the old card does not verify with the new key set
         verify(strict(first.json()), lambda jku: published_keys(client, jku))
+
+
+# --- who may act as the agent --------------------------------------------------------------------
+
+
+def identity(client: Client, network: Network, which: str = "agent") -> dict[str, Any]:
+    card = strict(card_body(client, network, which))
+    (extension,) = card.capabilities.extensions
+    assert extension.uri == IDENTITY and extension.description
+    return MessageToDict(extension.params)
+
+
+def test_an_agent_card_says_whether_a_live_token_is_bound_to_its_alias(client: Client, network, coder) -> None:
+    assert identity(client, network) == {"network": network.pk, "policy": "open", "alias": "coder", "bound": False}
+
+    token_create(network=network, role="member", aliases=["tester", "build-*"])
+    token_create(network=network, role="viewer", aliases=["coder"])  # a viewer acts as no agent
+    assert identity(client, network)["bound"] is False
+
+    pattern, _ = token_create(network=network, role="member", aliases=["cod*"])
+    assert identity(client, network)["bound"] is True
+
+    token_revoke(token=pattern)
+    assert identity(client, network)["bound"] is False
+
+
+def test_a_user_token_binds_only_where_its_user_may_write(client: Client, network, other_network, coder) -> None:
+    ana = user_get_or_create(username="ana")
+    token_create(user=ana, aliases=["coder"])
+
+    membership_set(user=ana, network=other_network, role="member")
+    membership_set(user=ana, network=network, role="viewer")
+    assert identity(client, network)["bound"] is False
+
+    membership_set(user=ana, network=network, role="member")
+    assert identity(client, network)["bound"] is True
+
+    ana.is_active = False
+    ana.save(update_fields=["is_active"])
+    assert identity(client, network)["bound"] is False
+
+
+def test_the_cards_state_the_networks_identity_policy(client: Client, network, coder) -> None:
+    network_policy_set(network=network, policy="strict", by="test")
+
+    assert identity(client, network, "network") == {"network": network.pk, "policy": "strict"}
+    assert identity(client, network)["policy"] == "strict"
+    assert not strict(card_body(client, network, "hub")).capabilities.extensions  # the hub's names no network
 
 
 # --- two first uses at once ----------------------------------------------------------------------
