@@ -55,8 +55,9 @@ def parser() -> argparse.ArgumentParser:
         help="one supervisor for all the agents of this machine: commhub-agent node --config node.toml",
         description="Runs the agents node.toml declares (claude, codex or command runtimes), each task in its own "
         "workspace, with reports journalled on disk and replayed in order after an outage. SIGHUP reloads the "
-        "config; SIGTERM drains. `commhub-agent node init` writes a commented starter config listing the agent "
-        "CLIs installed here.",
+        "config; SIGTERM drains. Its token (COMMHUB_TOKEN) is the machine's own, bound to the config's aliases "
+        "(on the hub: create_token --alias a,b): the node refuses at start an agent its token may not act as. "
+        "`commhub-agent node init` writes a commented starter config listing the agent CLIs installed here.",
     )
     node.add_argument("action", nargs="?", choices=["init"], help="init: write a starter config and exit")
     node.add_argument("--config", type=Path, default=Path("node.toml"), help="the node's config (default node.toml)")

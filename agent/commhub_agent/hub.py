@@ -139,6 +139,26 @@ class Hub:
     async def list_tools(self) -> list[dict[str, Any]]:
         return (await self.rpc("tools/list"))["tools"]
 
+    async def whoami(self, *, timeout: float = 30.0) -> dict[str, Any] | None:
+        """GET /api/v1/whoami: who this token is (its binding, its networks' roles and identity
+        policies). None from a hub older than bindings, which has no such endpoint (404)."""
+        try:
+            reply = await self._http.get("/api/v1/whoami", timeout=httpx.Timeout(timeout, connect=10.0))
+        except httpx.HTTPError as exc:
+            raise HubUnavailable(f"whoami: {exc!r}") from exc
+        if reply.status_code == 404:
+            return None
+        if reply.status_code == 429 or reply.status_code >= 500:
+            raise HubUnavailable(f"whoami: HTTP {reply.status_code}")
+        try:
+            answer = reply.json()
+        except ValueError as exc:
+            raise HubUnavailable(f"whoami: HTTP {reply.status_code}, not JSON") from exc
+        if reply.status_code != 200 or not isinstance(answer, dict) or answer.get("ok") is not True:
+            shown = answer if isinstance(answer, dict) else {"message": str(answer)[:500]}
+            raise HubRefused({"error": f"http_{reply.status_code}", **shown, "ok": False})
+        return answer
+
     async def events(self, alias: str, last_event_id: int | None) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
         """One SSE connection to /events/{alias}: (id, type, frame) until it ends (then HubUnavailable)."""
         headers = {"Accept": "text/event-stream"}

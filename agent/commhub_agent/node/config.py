@@ -143,9 +143,12 @@ def load_config(path: Path, *, environ: Mapping[str, str] = os.environ) -> NodeC
 
 
 def describe_error(path: Path | str, exc: ConfigError) -> str:
-    """One line for the operator: `node.toml: agents.builder.isolation: must be one of ... (got "tree")`."""
+    """One line for the operator: `node.toml: agents.builder.isolation: must be one of ... (got "tree")`.
+    A key naming an environment variable (`$COMMHUB_TOKEN`) is not the file's: it is shown alone."""
     if exc.key == "(file)":
         return f"{path}: {exc.reason}"
+    if exc.key.startswith("$"):
+        return f"{exc.key}: {exc.reason}"
     return f"{path}: {exc.key}: {exc.reason}"
 
 

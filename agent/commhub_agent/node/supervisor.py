@@ -16,6 +16,11 @@ Watchdogs per run: `timeout` stops it outright; `stall_after` without a runtime 
 agent blocked and asks the task's sender and the operators kill / wait / retry (ask_operator), and
 does what they answer; a run past its budget (tokens or USD) is stopped and failed "budget exceeded".
 
+Before any agent starts, the hub says who the token is (GET /api/v1/whoami): a token bound to
+aliases serves only the agents its binding covers, an unbound one none in a strict network
+(commhub_agent.node.identity). An agent it cannot serve is refused like a wrong key, naming
+`agents.<alias>` and the binding: the node does not start, and a reload is not applied.
+
 Signals: SIGHUP reloads the config (agents added, removed or changed; running tasks are left to
 finish as they are); SIGTERM or SIGINT drains: no new task, running ones get `stop_grace` seconds,
 then are stopped and failed with a retry hint.
@@ -27,6 +32,7 @@ import dataclasses
 import json
 import os
 import platform
+import shlex
 import signal
 import socket
 import sys
@@ -47,6 +53,7 @@ from commhub_agent.node.config import (
     load_config,
     restart_needed,
 )
+from commhub_agent.node.identity import TokenIdentity, ask_identity, identity_refusals
 from commhub_agent.node.outbox import Outbox
 from commhub_agent.node.runtime import ConfigError, Finished, Job, Progress, Run, Runtime, Started, Usage, UsageSoFar
 from commhub_agent.node.runtimes import RUNTIMES
@@ -62,6 +69,7 @@ from commhub_agent.process import kill_orphans
 ANSWER_CONTEXT = "The answer to your question "  # how the hub words an answer's context (hub_tasks.questions)
 STATUS_EVERY = 2.0  # seconds between progress reports of one run (the hub limits writes; the latest wins)
 NODE_REPORT_EVERY = 60.0
+RELOAD_ASK = 10.0  # seconds a reload waits for the hub to say who the token is, before it goes on without
 HEARTBEAT_EVERY = 120.0
 STALL_CHOICES = ["kill", "wait", "retry"]
 # The feed events that put something in the inbox: a task, or a reply (the answer to a question).
@@ -581,6 +589,55 @@ class Node:
         self.stop_reason = "node stopped"
         self.changed = anyio.Event()
         self.versions: dict[str, str | None] = {}
+        self.token: TokenIdentity | None = None  # who the hub says the token is; None: not said
+
+    async def admitted(self) -> bool:
+        """Whether the token may act as every agent of the config, as the hub says (waiting while it is
+        unreachable: the node can do nothing without it). Refusals are printed like a wrong key."""
+        # A SIGHUP while the hub is awaited would end the process (its default): it is noted, and the
+        # config read again once the hub answers.
+        hups: list[int] = []
+        previous = signal.signal(signal.SIGHUP, lambda signum, frame: hups.append(signum))
+        try:
+            self.token = await self.retry(lambda: ask_identity(self.hub))
+        except HubRefused as exc:
+            log(f"$COMMHUB_TOKEN: the hub refused it ({exc}); give the node a token of this hub")
+            return False
+        finally:
+            signal.signal(signal.SIGHUP, previous)
+        if hups:
+            self.reread()
+        if self.token is None:
+            log("the hub has no /api/v1/whoami (it predates token bindings): the token's aliases are not checked")
+        refused = identity_refusals(self.token, self.config)
+        for exc in refused:
+            log(describe_error(self.config.path, exc))
+        if refused:
+            log("not started: no agent runs until the token may act as every agent of the config")
+        return not refused
+
+    def reread(self) -> None:
+        """The config as it is now on disk, before the node starts (a SIGHUP came while it waited); its
+        [node] keys stay as they were read first."""
+        try:
+            new = load_config(self.config.path)
+        except ConfigError as exc:
+            log(f"SIGHUP: {describe_error(self.config.path, exc)}; keeping the config read at start")
+            return
+        self.config = dataclasses.replace(
+            new, hub=self.config.hub, name=self.config.name, state_dir=self.config.state_dir
+        )
+        log("SIGHUP: config read again before starting")
+
+    async def recheck_identity(self) -> TokenIdentity | None:
+        """Asked again at a reload (the token's binding or the network's policy may have changed since);
+        what the hub said before, if it does not answer within RELOAD_ASK seconds."""
+        try:
+            with anyio.fail_after(RELOAD_ASK):
+                self.token = await ask_identity(self.hub)
+        except (HubUnavailable, HubRefused, TimeoutError) as exc:
+            log(f"SIGHUP: the hub did not say who the token is ({exc or 'no answer'}); checking what it said before")
+        return self.token
 
     def retry(self, attempt: Any) -> Any:
         return persist(attempt, log=log)
@@ -655,7 +712,11 @@ class Node:
 
     async def serve(self) -> None:
         names = ", ".join(f"{a.alias} ({a.runtime}, {a.concurrency} at once)" for a in self.config.agents.values())
-        log(f"started: hub {self.config.hub}, node {self.config.name}, state {self.config.state_dir}; agents {names}")
+        token = f", token {self.token.label} bound to {self.token.shown}" if self.token else ""
+        log(
+            f"started: hub {self.config.hub}, node {self.config.name}{token}, state {self.config.state_dir}; "
+            f"agents {names}"
+        )
         self.recover()
         async with anyio.create_task_group() as group:
             group.start_soon(self.outbox.send_forever, self.hub)
@@ -707,7 +768,7 @@ class Node:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
                 if signum == signal.SIGHUP:
-                    self.reload()
+                    await self.reload()
                     continue
                 name = signal.Signals(signum).name
                 running = sum(len(a.running) for a in self.agents.values())
@@ -725,7 +786,7 @@ class Node:
                     delivery.verdict = "stopped"
                     await delivery.run.stop()
 
-    def reload(self) -> None:
+    async def reload(self) -> None:
         try:
             new = load_config(self.config.path)
         except ConfigError as exc:
@@ -733,8 +794,15 @@ class Node:
             return
         fixed = restart_needed(self.config, new)
         if fixed:
-            log(f"SIGHUP: {', '.join(fixed)} changed: kept as they were until the node restarts")
             new = dataclasses.replace(new, hub=self.config.hub, name=self.config.name, state_dir=self.config.state_dir)
+        refused = identity_refusals(await self.recheck_identity(), new)
+        if refused:
+            for exc in refused:
+                log(f"SIGHUP: {describe_error(self.config.path, exc)}")
+            log("SIGHUP: keeping the running config")
+            return
+        if fixed:
+            log(f"SIGHUP: {', '.join(fixed)} changed: kept as they were until the node restarts")
         added, removed, changed = diff_configs(self.config, new)
         for alias in removed:
             if alias in self.agents:
@@ -844,11 +912,19 @@ def run_node(config_path: Path) -> int:
         return 2
     token = os.environ.get("COMMHUB_TOKEN", "")
     if not token:
-        print("commhub-agent node: set COMMHUB_TOKEN to the node's token of the hub (ntok_…)", file=sys.stderr)
+        print(
+            "commhub-agent node: set COMMHUB_TOKEN to the node's token of the hub (ntok_…), bound to its agents:"
+            f" python manage.py create_token --network NETWORK --alias {shlex.quote(','.join(config.agents))}",
+            file=sys.stderr,
+        )
         return 2
 
-    async def main() -> None:  # built inside the event loop: its events belong to it
-        await Node(config, token).serve()
+    async def main() -> int:  # built inside the event loop: its events belong to it
+        node = Node(config, token)
+        if not await node.admitted():
+            await node.hub.aclose()
+            return 2  # as a wrong key: the operator fixes the token or the config and starts it again
+        await node.serve()
+        return 0
 
-    anyio.run(main)
-    return 0
+    return anyio.run(main)
