@@ -132,3 +132,10 @@ def test_with_no_cli_found_the_command_example_is_the_agent(tmp_path):
     config = load_config(path, environ={})
     assert list(config.agents) == ["a b-script"] and config.agents["a b-script"].runtime == "command"
     assert config.name == "a b"
+
+
+def test_the_starter_config_says_how_to_bind_the_nodes_token():
+    text = starter_config({"claude": "2.1.0", "codex": "0.17.0"}, hub=None, name="box")
+
+    assert "python manage.py create_token --network NETWORK --name box --alias box-claude,box-codex" in text
+    assert "or match a pattern of it ('box-*')" in text

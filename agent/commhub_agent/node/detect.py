@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import textwrap
@@ -102,7 +103,9 @@ def starter_config(found: dict[str, str | None], *, hub: str | None, name: str, 
     """The commented node.toml for this machine: what was found, and an agent for each runtime CommHub drives.
     `repository`: the folder the example agents work in (default a placeholder to edit)."""
     repo = repository or PLACEHOLDER_REPOSITORY
-    lines = _header(found)
+    driven = [runtime for runtime in DRIVEN if found.get(runtime)]
+    aliases = [f"{name}-{runtime}" for runtime in driven] or [f"{name}-script"]
+    lines = _header(found, token=_token_hint(name, aliases))
     lines += [
         "[node]",
         _line(
@@ -126,7 +129,6 @@ def starter_config(found: dict[str, str | None], *, hub: str | None, name: str, 
         _line("concurrency = 1", "tasks one alias runs at once (default 1)", on=False),
         "",
     ]
-    driven = [runtime for runtime in DRIVEN if found.get(runtime)]
     for runtime in driven:
         lines += _agent_example(runtime, alias=f"{name}-{runtime}", repository=repo, on=True)
     # With a real agent above, the command example stays commented out: it would take tasks as an agent too.
@@ -134,12 +136,24 @@ def starter_config(found: dict[str, str | None], *, hub: str | None, name: str, 
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _header(found: dict[str, str | None]) -> list[str]:
+def _token_hint(name: str, aliases: list[str]) -> list[str]:
+    """How to make the node's token: one per machine, bound to the aliases below (hub_agents.identity)."""
+    command = f"python manage.py create_token --network NETWORK --name {shlex.quote(name)} --alias "
+    return [
+        "# The hub's token is never kept here: the node reads it from $COMMHUB_TOKEN. Give each machine a token",
+        "# of its own, bound to this file's aliases (in a strict network an unbound token acts as no agent):",
+        f"#   {command}{shlex.quote(','.join(aliases))}",
+        f"# An alias added below must be in the binding too, or match a pattern of it ({shlex.quote(name + '-*')}):",
+        "# at start and on each reload the node asks the hub who its token is, and refuses any other.",
+    ]
+
+
+def _header(found: dict[str, str | None], *, token: list[str]) -> list[str]:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     lines = [
         "# node.toml: the agents this machine runs for CommHub.",
         f"# Written by `commhub-agent node init` on {stamp}. Start with: commhub-agent node --config node.toml",
-        "# The hub's token is never kept here: the node reads it from $COMMHUB_TOKEN.",
+        *token,
         "# After an edit, `kill -HUP <node pid>` reloads it: agents are added, removed or changed, running tasks",
         "# go on. A wrong key is refused with its name and the reason, and the running config stays.",
         "#",
