@@ -81,11 +81,11 @@ def binding_single(binding: Sequence[str]) -> str | None:
 
 
 def binding_parse(value: object) -> list[str]:
-    """A binding as given (a list, or text of aliases and patterns separated by commas or spaces),
+    """A binding as given (a list, or text of aliases and patterns separated by commas or lines: an alias may hold a space),
     checked: each an alias or a pattern of at most validate.ID_MAX characters, not just `*`s."""
     if value is None or value == "":
         return []
-    items = re.split(r"[\s,]+", value.strip()) if isinstance(value, str) else value
+    items = re.split(r"[,\n]", value) if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise invalid_argument("aliases", "must be a list of aliases or patterns such as build-*")
     found: list[str] = []

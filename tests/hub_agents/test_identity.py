@@ -64,9 +64,10 @@ def test_a_binding_is_checked_when_the_token_is_made(network) -> None:
         with pytest.raises(HubError) as caught:
             token_create(network=network, aliases=bad)
         assert caught.value.code == "invalid_argument"
-    token, _ = token_create(network=network, aliases="a-coder, build-*  a-coder")
+    token, _ = token_create(network=network, aliases="a-coder, build-*\n a-coder,,")
     assert token.aliases == ["a-coder", "build-*"]
-    entry = AuditEntry.objects.get(action=AuditEntry.Action.TOKEN_CREATED)
+    assert token_create(network=network, aliases="night shift, day shift")[0].aliases == ["night shift", "day shift"]
+    entry = AuditEntry.objects.get(action=AuditEntry.Action.TOKEN_CREATED, target__contains=token.prefix)
     assert entry.detail["aliases"] == ["a-coder", "build-*"]
 
 
