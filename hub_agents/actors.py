@@ -32,6 +32,12 @@ class Actor:
     names: tuple[str, ...] = ()
 
     @property
+    def token_id(self) -> int | None:
+        """The id of the token it authenticated with; None for a signed-in session ("user:<id>")."""
+        kind, _, pk = self.key.partition(":")
+        return int(pk) if kind == "token" and pk.isdigit() else None
+
+    @property
     def person(self) -> str:
         """Who is behind the call: the user (through any session or user token), or the network token."""
         return f"user:{self.user_id}" if self.user_id is not None else self.key

@@ -253,6 +253,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     list_display = ["alias", "status", "network", "agent", "model", "hostname", "last_seen_at"]
     list_filter = ["status", "network"]
     search_fields = ["alias", "resume_id", "hostname"]
+    readonly_fields = ["token"]  # what its last report came through: a record, and no menu of every token
 
 
 @admin.register(Node)

@@ -178,6 +178,11 @@ class AgentSession(models.Model):
     # on at once from the open pool (claim_task). Null: never said.
     skills = models.JSONField(null=True, blank=True)
     max_concurrent = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The token its last report came through (null: reported before the hub recorded it): which aliases
+    # an unbound token acts as, so what the strict identity policy would take away (tokens_losing_access).
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions", db_index=True
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_seen_at = models.DateTimeField(default=timezone.now)
 

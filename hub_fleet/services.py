@@ -104,6 +104,7 @@ def session_report(
         except IntegrityError:
             session = AgentSession.objects.select_for_update().get(network_id=network, resume_id=resume_id)
     session.alias, session.status, session.last_seen_at = alias, status, now
+    session.token_id = actor.token_id  # who it acts through: written by the save below, no query of its own
     for field, value in activity.items():
         setattr(session, field, value)
     for field, value in identity.items():
