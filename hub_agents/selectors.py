@@ -310,26 +310,64 @@ def token_revocable(*, actor: Actor, network_id: str, token_id: int) -> ApiToken
 
 
 @dataclass(frozen=True)
+class ActedAs:
+    """An alias whose session was last reported (report_status) through a token."""
+
+    alias: str
+    last_seen_at: datetime
+    covered: bool  # a live bound token acts as it already: that is the token to give its agent
+
+
+@dataclass(frozen=True)
+class TokenActing:
+    """A live unbound token with a role that writes, and the aliases reported through it."""
+
+    token: TokenRow
+    aliases: list[ActedAs]  # by alias
+
+    @property
+    def last_reported_at(self) -> datetime:
+        return max(acted.last_seen_at for acted in self.aliases)
+
+
+@dataclass(frozen=True)
 class LosingAccess:
     """What switching a network to the strict identity policy takes away (hub_agents.identity).
 
-    The hub does not record which alias a token acted as, so `tokens` are all those that may act as
-    an agent now and could not then: every live unbound token with a role that writes, most recently
-    used first (one never used last). Owners' and admins' among them still act as channel members.
+    A strict network refuses a token bound to no alias only when it acts as an agent: it still
+    dispatches, reads and operates as itself (an owner's or admin's still acts as a channel member).
+    Each session records the token its last report came through, so of the live unbound tokens with
+    a role that writes, `tokens` are those agents reported through, with those agents' aliases (the
+    tokens reported through most recently first), and `themselves` the others, most recently used
+    first (one never used last): they lose no report they made. The hub records reports only: a call
+    naming an alias without reporting as it (a user token's get_inbox as a-coder) is not in either.
     `agents` are the aliases that have reported in the network that no live bound token may act as:
-    until one is made, nothing can report as them."""
+    until one is made, nothing can report as them. `unattributed`: the aliases whose last report
+    names no token (made before the hub recorded it): their next report says which."""
 
-    tokens: list[TokenRow]
+    tokens: list[TokenActing]
+    themselves: list[TokenRow]
     agents: list[str]
+    unattributed: list[str]
 
 
 def tokens_losing_access(*, actor: Actor, network_id: str) -> LosingAccess:
     rows = [row for row in token_list(actor=actor, network_id=network_id) if row.acts]
+    bindings = [row.aliases for row in rows if row.aliases]
+    sessions = AgentSession.objects.filter(network_id=network_id).values_list("alias", "token_id", "last_seen_at")
+    covered: dict[str, bool] = {}
+    reported: dict[int | None, dict[str, ActedAs]] = {}  # token id -> alias -> its latest report
+    for alias, token_id, last_seen_at in sessions.order_by("alias", "last_seen_at"):
+        if alias not in covered:
+            covered[alias] = any(binding_matches(binding, alias) for binding in bindings)
+        reported.setdefault(token_id, {})[alias] = ActedAs(alias, last_seen_at, covered[alias])
     unbound = [row for row in rows if not row.aliases]
     unbound.sort(key=lambda row: row.last_used_at or datetime.min.replace(tzinfo=UTC), reverse=True)
-    bindings = [row.aliases for row in rows if row.aliases]
-    reported = AgentSession.objects.filter(network_id=network_id).values_list("alias", flat=True).distinct()
-    uncovered = sorted(
-        alias for alias in set(reported) if not any(binding_matches(binding, alias) for binding in bindings)
+    acting = [TokenActing(row, list(reported[row.id].values())) for row in unbound if row.id in reported]
+    acting.sort(key=lambda acted: acted.last_reported_at, reverse=True)
+    return LosingAccess(
+        tokens=acting,
+        themselves=[row for row in unbound if row.id not in reported],
+        agents=[alias for alias, bound in covered.items() if not bound],
+        unattributed=sorted(reported.get(None, {})),
     )
-    return LosingAccess(tokens=unbound, agents=uncovered)

@@ -122,8 +122,9 @@ def token_revoke_action(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @login_required
 def policy_page(request: HttpRequest) -> HttpResponse:
-    """GET ?policy=strict|open: what the switch changes (to strict: which tokens and agents lose their
-    access), and the button that makes it; POST policy=…: the switch, audited."""
+    """GET ?policy=strict|open: what the switch changes (to strict: the unbound tokens agents reported
+    through, with those agents, the unbound ones that keep working as themselves, and the agents no
+    bound token acts as), and the button that makes it; POST policy=…: the switch, audited."""
     desk = Desk(request)
     if refusal := _refused(request, desk):
         return refusal

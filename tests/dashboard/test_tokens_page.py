@@ -1,12 +1,14 @@
 """The tokens page in a real browser (issue 26): the list with long names and a node's long binding,
-a new token's value and the switch to strict's confirmation fit a phone (390 px) and 1280 px without
-sideways scrolling. Shot into tests/dashboard/screenshots/ (tokens-*.png)."""
+a new token's value and the switch to strict's confirmation (an unbound token with the long aliases
+reported through it) fit a phone (390 px) and 1280 px without sideways scrolling. Shot into
+tests/dashboard/screenshots/ (tokens-*.png)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hub_agents.services import membership_set, token_create, user_get_or_create
+from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
+from tests.helpers.calls import session_report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SIZES = {"phone": {"width": 390, "height": 844}, "wide": {"width": 1280, "height": 800}}
@@ -26,7 +28,11 @@ def test_the_tokens_pages_fit(hub_server, page_for, network, operator, screensho
     node_agents = ", ".join(f"gpu-build-box-agent-{n:02d}" for n in range(20))
     token_create(network=network, name="gpu-build-box-7.eu-west.internal.example.com", aliases=node_agents)
     token_create(network=network, name="ci", role="viewer")
-    token_create(network=network, name="old-ci-runner-from-before-the-bindings")
+    _, old_ci = token_create(network=network, name="old-ci-runner-from-before-the-bindings")
+    reporter = token_authenticate(raw=old_ci)  # unbound: the agents it reported as go in the losing table
+    for n in range(6):
+        alias = f"nightly-release-builder-agent-{n:02d}"
+        session_report(actor=reporter, alias=alias, resume_id=f"r-{alias}", status="idle")
     carol = user_get_or_create(username="carol.with.a.long.username@example.com")
     membership_set(user=carol, network=network, role="admin")
     token_create(user=carol, name="laptop")
@@ -46,7 +52,8 @@ def test_the_tokens_pages_fit(hub_server, page_for, network, operator, screensho
     page.screenshot(path=screenshot_dir / f"tokens-{size}.png", full_page=True)
 
     page.click("button[name=switch]")
-    page.wait_for_selector("table.losing")
+    page.wait_for_selector("table.losing [data-alias=nightly-release-builder-agent-05]")
+    page.wait_for_selector("table.keeping")  # carol's laptop: unbound, no agent reported through it
     fits(page, width, "/tokens/policy/")
     page.screenshot(path=screenshot_dir / f"tokens-strict-{size}.png", full_page=True)
     page.click("button[name=confirm]")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from freezegun import freeze_time
 
+from hub_agents.models import AgentSession
 from hub_agents.selectors import token_list, token_revocable, token_roles_grantable, tokens_losing_access
 from hub_agents.services import membership_set, token_authenticate, token_create, token_revoke, user_get_or_create
 from hub_core.errors import HubError
-from tests.helpers.calls import session_report
+from tests.helpers.calls import session_list, session_report, task_send
 
 
 @pytest.mark.parametrize("role", ["member", "viewer"])
@@ -62,7 +63,7 @@ def test_the_list_holds_the_networks_tokens_and_its_active_members_user_tokens(n
     assert token_revocable(actor=owner, network_id=network.pk, token_id=doras.pk) is None
 
 
-def test_losing_access_lists_live_unbound_acting_tokens_most_recently_used_first(network, make_actor):
+def test_losing_access_keeps_the_unbound_tokens_no_agent_reported_through_most_recently_used_first(network, make_actor):
     owner = make_actor(network, "owner")  # itself an unbound owner token, used just now
     made = {
         name: token_create(network=network, name=name, role=role, aliases=aliases)
@@ -83,7 +84,58 @@ def test_losing_access_lists_live_unbound_acting_tokens_most_recently_used_first
 
     losing = tokens_losing_access(actor=owner, network_id=network.pk)
 
-    assert [row.name for row in losing.tokens] == ["owner-token", "used-late", "used-early", "never-used"]
+    assert losing.tokens == []  # no agent has reported
+    assert [row.name for row in losing.themselves] == ["owner-token", "used-late", "used-early", "never-used"]
+
+
+def test_a_token_an_agent_reported_through_is_listed_with_that_agent(network, make_actor):
+    owner = make_actor(network, "owner")
+    coder_box = make_actor(network, "member")  # unbound: acts as any agent while the network is open
+    dispatcher = make_actor(network, "admin")
+    token_create(network=network, name="box", aliases="reviewer")
+    session_report(actor=coder_box, alias="a-coder", resume_id="r-a-coder", status="idle")
+    session_report(actor=coder_box, alias="reviewer", resume_id="r-reviewer", status="idle")
+    task_send(actor=dispatcher, alias="a-coder", task="fix the build")  # dispatching acts as no agent
+    session_list(actor=dispatcher)  # nor does reading the fleet
+
+    losing = tokens_losing_access(actor=owner, network_id=network.pk)
+
+    ((acting,),) = [losing.tokens]
+    assert acting.token.id == coder_box.token_id
+    assert [(acted.alias, acted.covered) for acted in acting.aliases] == [("a-coder", False), ("reviewer", True)]
+    assert acting.last_reported_at == max(acted.last_seen_at for acted in acting.aliases)
+    assert {row.id for row in losing.themselves} == {owner.token_id, dispatcher.token_id}
+    assert losing.agents == ["a-coder"]
+
+
+def test_an_alias_is_listed_under_the_token_its_last_report_came_through(network, make_actor):
+    owner = make_actor(network, "owner")
+    old_box, new_box = make_actor(network, "member"), make_actor(network, "member")
+    with freeze_time("2020-01-01 10:00:00"):
+        session_report(actor=old_box, alias="a-coder", resume_id="r-1", status="idle")
+        session_report(actor=old_box, alias="reviewer", resume_id="r-2", status="idle")
+    with freeze_time("2020-01-02 10:00:00"):
+        session_report(actor=new_box, alias="a-coder", resume_id="r-3", status="idle")  # restarted elsewhere
+
+    losing = tokens_losing_access(actor=owner, network_id=network.pk)
+
+    acted = [(acting.token.id, [one.alias for one in acting.aliases]) for acting in losing.tokens]
+    assert acted == [(new_box.token_id, ["a-coder"]), (old_box.token_id, ["reviewer"])]  # latest report first
+    assert [row.id for row in losing.themselves] == [owner.token_id]
+
+
+def test_an_alias_last_reported_before_the_hub_recorded_its_token_is_named_as_such(network, make_actor):
+    owner = make_actor(network, "owner")
+    box = make_actor(network, "member")
+    session_report(actor=box, alias="a-coder", resume_id="r-a-coder", status="idle")
+    session_report(actor=box, alias="reviewer", resume_id="r-reviewer", status="idle")
+    AgentSession.objects.filter(alias="a-coder").update(token=None)  # as migration 0015 leaves older rows
+
+    losing = tokens_losing_access(actor=owner, network_id=network.pk)
+
+    assert [[one.alias for one in acting.aliases] for acting in losing.tokens] == [["reviewer"]]
+    assert losing.unattributed == ["a-coder"]
+    assert losing.agents == ["a-coder", "reviewer"]
 
 
 def test_losing_access_names_the_agents_no_live_bound_token_acts_as(network, make_actor):

@@ -1,7 +1,8 @@
 """The tokens page (Django's test client): owners and admins list the network's tokens with whom each
 acts as, make a bound token (its value shown once), revoke one, and switch the identity policy after a
-page naming the tokens and agents that would lose access, every change audited; members and viewers
-get a 403 and no link."""
+page naming the unbound tokens agents reported through (with those agents), those that keep working
+as themselves and the agents no bound token acts as, every change audited; members and viewers get
+a 403 and no link."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import re
 
 import pytest
 
-from hub_agents.models import ApiToken, AuditEntry, IdentityPolicy, Network
+from hub_agents.models import AgentSession, ApiToken, AuditEntry, IdentityPolicy, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, token_revoke, user_get_or_create
 from hub_core.errors import HubError
-from tests.helpers.calls import session_report
+from tests.helpers.calls import session_report, task_send
 
 pytestmark = pytest.mark.django_db
 
@@ -121,9 +122,9 @@ def test_an_owner_revokes_a_network_token_but_not_a_members_user_token(login, ne
 
 
 @pytest.fixture
-def fleet(network, make_actor):
-    """alpha with tokens of every kind, and three agents that have reported (one through a bound token)."""
-    owner = make_actor(network, "owner")
+def fleet(network):
+    """alpha with tokens of every kind, and agents that have reported: a-coder and build-7 through the
+    tokens bound to them, reviewer (bound to none) and build-9 through the unbound old-ci."""
     made = {
         "bound": token_create(network=network, name="coder-box", aliases="a-coder"),
         "pattern": token_create(network=network, name="builders", aliases="build-*"),
@@ -136,28 +137,53 @@ def fleet(network, make_actor):
     carol = user_get_or_create(username="carol")
     membership_set(user=carol, network=network)
     made["carol"] = token_create(user=carol, name="carols-laptop")
-    for alias in ("a-coder", "build-7", "reviewer"):
-        session_report(actor=owner, alias=alias, resume_id=f"r-{alias}", status="idle")
-    token_authenticate(raw=made["unbound"][1])  # used: listed before the tokens never used
+    for key, alias in [("bound", "a-coder"), ("pattern", "build-7"), ("unbound", "reviewer"), ("unbound", "build-9")]:
+        session_report(actor=token_authenticate(raw=made[key][1]), alias=alias, resume_id=f"r-{alias}", status="idle")
+    lead = token_authenticate(raw=made["unbound-admin"][1])  # used, acting as no agent: dispatching
+    task_send(actor=lead, alias="reviewer", task="review the release notes")
     return {key: token for key, (token, _) in made.items()} | {"raw": {key: raw for key, (_, raw) in made.items()}}
 
 
-def test_the_switch_to_strict_names_the_unbound_tokens_and_the_agents_left_without_one(login, network, fleet):
+def table_of(page: str, kind: str) -> str:
+    return re.search(rf'<table class="list stack {kind}">.*?</table>', page, flags=re.DOTALL).group(0)
+
+
+def test_the_switch_to_strict_names_each_unbound_token_with_the_agents_reported_through_it(login, network, fleet):
     browser = login("owner")
     assert "Switch to strict" in text(browser.get("/tokens/"))
 
     page = text(browser.get("/tokens/policy/", {"policy": "strict"}))
 
-    losing = re.search(r'<table class="list stack losing">.*?</table>', page, flags=re.DOTALL).group(0)
-    for key in ("unbound", "unbound-admin", "carol"):
-        assert f'data-token="{fleet[key].pk}"' in losing, key
-    for key in ("bound", "pattern", "viewer", "revoked"):
+    losing = table_of(page, "losing")
+    for key in ("bound", "pattern", "unbound-admin", "carol", "viewer", "revoked"):
         assert f'data-token="{fleet[key].pk}"' not in losing, key
-    assert losing.index(f'data-token="{fleet["unbound"].pk}"') < losing.index(f'data-token="{fleet["carol"].pk}"')
-    assert "does not record which agent a token acted as" in page
+    old_ci = row_of(losing, fleet["unbound"])
+    assert '<span data-alias="reviewer"><code>reviewer</code> <span class="muted">(no bound token yet)' in old_ci
+    assert '<span data-alias="build-9"><code>build-9</code> <span class="muted">(a bound token acts as it)' in old_ci
+    assert "a-coder" not in old_ci and "build-7" not in old_ci
+    keeping = table_of(page, "keeping")  # unbound, used, but no agent reported through them
+    assert "keep working as themselves" in page
+    for key in ("unbound-admin", "carol"):
+        assert f'data-token="{fleet[key].pk}"' in keeping, key
+    for key in ("unbound", "bound", "pattern", "viewer", "revoked"):
+        assert f'data-token="{fleet[key].pk}"' not in keeping, key
+    assert keeping.index(f'data-token="{fleet["unbound-admin"].pk}"') < keeping.index(
+        f'data-token="{fleet["carol"].pk}"'
+    )  # most recently used first: carol's was never used
     agents = re.search(r'<p class="agents">(.*?)</p>', page).group(1)
-    assert "<code>reviewer</code>" in agents and "a-coder" not in agents and "build-7" not in agents
+    assert "<code>reviewer</code>" in agents and "a-coder" not in agents and "build-" not in agents
+    assert 'id="unattributed"' not in page
     assert policy_of(network) == IdentityPolicy.OPEN  # asking changes nothing
+
+
+def test_the_switch_to_strict_names_the_agents_whose_last_report_names_no_token(login, network, fleet):
+    AgentSession.objects.filter(alias="build-9").update(token=None)  # as migration 0015 leaves older rows
+
+    page = text(login("owner").get("/tokens/policy/", {"policy": "strict"}))
+
+    assert "<code>build-9</code>" in re.search(r'<p class="muted" id="unattributed">.*?</p>', page).group(0)
+    old_ci = row_of(table_of(page, "losing"), fleet["unbound"])
+    assert "reviewer" in old_ci and "build-9" not in old_ci
 
 
 def test_switching_the_policy_is_audited_and_takes_effect(login, network, fleet):
