@@ -81,7 +81,8 @@ def binding_single(binding: Sequence[str]) -> str | None:
 
 
 def binding_parse(value: object) -> list[str]:
-    """A binding as given (a list, or text of aliases and patterns separated by commas or lines: an alias may hold a space),
+    """A binding as given (a list, or text of aliases and patterns separated by commas or lines: an
+    alias may hold a space),
     checked: each an alias or a pattern of at most validate.ID_MAX characters, not just `*`s."""
     if value is None or value == "":
         return []
