@@ -128,7 +128,6 @@ WRITES: dict[str, tuple[str, dict[str, Any]]] = {
 READS: dict[str, str] = {
     "get_all_status": "sessions",
     "get_session_status": "sessions/coder",
-    "get_inbox": "sessions/coder/inbox",
     "get_completions": "completions",
     "list_tasks": "tasks",
     "get_task": "tasks/{task}",
@@ -801,6 +800,11 @@ def test_a_viewer_token_may_not_write(api: Api, viewer_api: Api, task_id: str, t
 @pytest.mark.parametrize("tool", sorted(READS))
 def test_a_viewer_token_may_read(viewer_api: Api, task_id: str, tool: str) -> None:
     assert viewer_api.read(filled(READS[tool], task_id))["ok"] is True
+
+
+def test_a_viewer_has_no_inbox_to_read(viewer_api: Api, task_id: str) -> None:
+    # Naming an agent lends a viewer nothing (hub_agents.identity): get_inbox is the agent's own read.
+    assert_refused(viewer_api.get("sessions/coder/inbox"), 403, "alias_not_yours")
 
 
 def test_a_viewer_sees_what_members_sent(viewer_api: Api, task_id: str) -> None:

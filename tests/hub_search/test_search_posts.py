@@ -91,8 +91,8 @@ def test_a_leaver_no_longer_finds_the_channels_posts_even_its_own(agent, clock):
     assert search(agent, "handover", alias="lead") == [mine]
 
 
-def api_search(client, network: Network, **query: Any) -> list[str]:
-    _, raw = token_create(network=network, role="viewer", name="search-api")
+def api_search(client, network: Network, *, role: str = "member", **query: Any) -> list[str]:
+    _, raw = token_create(network=network, role=role, name="search-api")
     answer = client.get("/api/v1/search", query, headers={"Authorization": f"Bearer {raw}"})
     assert answer.status_code == 200, answer.content
     return [row["id"] for row in answer.json()["results"]]
@@ -106,6 +106,13 @@ def test_another_network_never_finds_a_post(agent, outsider, network, other_netw
     assert api_search(client, other_network, query="launch codes", alias="coder") == []
     assert api_search(client, network, query="launch codes", kinds="post", alias="coder") == [f"{ops}#1"]
     assert api_search(client, network, query="launch codes", kinds="post") == []  # nobody named: not a member
+    # A viewer naming a member borrows nothing (hub_agents.identity), and without a name finds nothing.
+    _, raw = token_create(network=network, role="viewer", name="watcher")
+    named = client.get(
+        "/api/v1/search", {"query": "launch codes", "alias": "coder"}, headers={"Authorization": f"Bearer {raw}"}
+    )
+    assert (named.status_code, named.json()["error"]) == (403, "alias_not_yours")
+    assert api_search(client, network, role="viewer", query="launch codes", kinds="post") == []
 
 
 def test_retention_by_count_takes_the_posts_entries_with_them(agent, clock):

@@ -178,7 +178,9 @@ def test_a_viewer_reading_the_agents_inbox_does_not_renew_its_lease(agent, viewe
     task_id = send(agent, lease_seconds=LEASE)
     take(agent, task_id)
     clock.tick(50)
-    inbox_list(actor=viewer, alias=CODER)  # watching is not working
+    with pytest.raises(HubError) as refused:  # a viewer has no inbox: it never reads one, let alone renews
+        inbox_list(actor=viewer, alias=CODER)
+    assert refused.value.code == "alias_not_yours"
     clock.tick(10)
     assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
 

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from hub_agents.services import membership_set
+from hub_core.errors import HubError
 from hub_tasks.models import InboxMessage
 from tests.helpers.calls import inbox_ack, inbox_list, message_send, task_ack, task_get, task_reassign, task_send
 from tests.helpers.dashboard import browser_of
@@ -67,12 +68,13 @@ def test_a_notice_about_a_task_read_by_its_sender_is_not_the_task_read(agent, cl
     assert first_read(agent, task_id) is None
 
 
-def test_a_viewer_reading_the_inbox_is_not_the_agent_reading_it(agent, viewer):
+def test_a_viewer_naming_the_agent_reads_nothing_and_marks_nothing(agent, viewer):
     task_id = send(agent)
 
-    (row,) = inbox_list(actor=viewer, alias=CODER)["messages"]
+    with pytest.raises(HubError) as refused:
+        inbox_list(actor=viewer, alias=CODER)
 
-    assert row["delivered_at"] is None
+    assert refused.value.code == "alias_not_yours"
     assert first_read(agent, task_id) is None
     assert inbox_list(actor=agent, alias=CODER)["messages"][0]["delivered_at"] is not None
 
