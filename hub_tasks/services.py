@@ -16,6 +16,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from hub_agents import identity
 from hub_agents.actor_cache import network_default_lease
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
@@ -675,6 +676,10 @@ def completion_report(
     # Settle deadlines first, so a match by content never picks a task that is already overdue.
     tasks_expire_due(network_ids=[network], now=now)
     matched = _match_completed_task(network, alias, task_ref)
+    if matched is not None and matched.to_name != alias:
+        # Matched by id, addressed to another agent: closing it is acting as that agent (a bound
+        # token only for its own aliases; in an open network an unbound token, as the contract has it).
+        identity.speak_as(actor, network, matched.to_name)
     completion = Completion.objects.create(
         network_id=network,
         session_name=alias,

@@ -17,7 +17,14 @@ from hub_agents.services import (
 )
 from hub_core.errors import HubError
 from hub_tasks.models import Task
-from tests.helpers.calls import channel_create, channel_read, inbox_list, session_report, task_send
+from tests.helpers.calls import (
+    channel_create,
+    channel_read,
+    completion_report,
+    inbox_list,
+    session_report,
+    task_send,
+)
 
 
 def bound(network: Network, *aliases: str, name: str = "bound", role: str = "member"):
@@ -141,3 +148,27 @@ def test_a_policy_change_is_audited_once_and_reaches_the_next_call(network, agen
     assert refused(session_report, actor=agent, resume_id="r", alias="a-coder", status="idle").code == "alias_not_yours"
     (entry,) = AuditEntry.objects.filter(action=AuditEntry.Action.NETWORK_POLICY_CHANGED)
     assert (entry.actor, entry.detail) == ("user:ada", {"before": "open", "after": "strict"})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("policy", ["open", "strict"])
+def test_a_bound_token_closes_only_the_tasks_of_its_own_aliases(network, agent, policy) -> None:
+    victim, mallory = bound(network, "a-victim", name="victim"), bound(network, "a-mallory", name="mallory")
+    task_id = task_send(actor=agent, alias="a-victim", task="the victim's work", from_session="token:member-token")[
+        "task_id"
+    ]
+    network_policy_set(network=network, policy=policy, by="test")
+
+    forged = refused(completion_report, actor=mallory, alias="a-mallory", task=task_id, result="forged")
+
+    assert forged.code == "alias_not_yours"
+    assert Task.objects.get(pk=task_id).status == "delivered"
+    assert completion_report(actor=victim, alias="a-victim", task=task_id, result="done")["task_id"] == task_id
+    assert Task.objects.get(pk=task_id).status == "replied"
+
+
+@pytest.mark.django_db
+def test_an_unbound_token_in_an_open_network_closes_any_task_by_id_as_the_contract_has_it(network, agent) -> None:
+    task_id = task_send(actor=agent, alias="a-victim", task="work")["task_id"]
+
+    assert completion_report(actor=agent, alias="someone-else", task=task_id, result="done")["task_id"] == task_id
