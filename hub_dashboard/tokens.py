@@ -22,7 +22,7 @@ from hub_agents.models import IdentityPolicy, Network, Role
 from hub_agents.selectors import token_list, token_revocable, token_roles_grantable, tokens_losing_access
 from hub_agents.services import network_policy_set, token_create, token_revoke
 from hub_core.errors import HubError
-from hub_dashboard.views import Desk
+from hub_dashboard.views import Desk, admins_only
 from hub_dashboard.wording import refusal_for_operator
 
 ADMINS_ONLY = "Only the network's owners and admins see and manage its tokens."
@@ -60,20 +60,12 @@ class TokenForm(forms.Form):
         self.fields["role"].choices = [(role, ROLES[role]) for role in roles]
 
 
-def _refused(request: HttpRequest, desk: Desk) -> HttpResponse | None:
-    if desk.network_id is None:
-        return render(request, "dashboard/no_network.html", desk.context())
-    if not desk.can_audit:
-        return render(request, "dashboard/not_found.html", desk.context(message=ADMINS_ONLY), status=403)
-    return None
-
-
 @login_required
 def tokens_page(request: HttpRequest) -> HttpResponse:
     """The list, the policy and the form for a new token (POSTed here: on success the page shows the
     raw value, once)."""
     desk = Desk(request)
-    if refusal := _refused(request, desk):
+    if refusal := admins_only(request, desk, ADMINS_ONLY):
         return refusal
     roles = token_roles_grantable(actor=desk.actor, network_id=desk.network_id)
     form = TokenForm(request.POST or None, roles=roles)
@@ -110,7 +102,7 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_revoke_action(request: HttpRequest, token_id: int) -> HttpResponse:
     desk = Desk(request)
-    if refusal := _refused(request, desk):
+    if refusal := admins_only(request, desk, ADMINS_ONLY):
         return refusal
     token = token_revocable(actor=desk.actor, network_id=desk.network_id, token_id=token_id)
     if token is None:
@@ -126,7 +118,7 @@ def policy_page(request: HttpRequest) -> HttpResponse:
     through, with those agents, the unbound ones that keep working as themselves, and the agents no
     bound token acts as), and the button that makes it; POST policy=…: the switch, audited."""
     desk = Desk(request)
-    if refusal := _refused(request, desk):
+    if refusal := admins_only(request, desk, ADMINS_ONLY):
         return refusal
     source = request.POST if request.method == "POST" else request.GET
     wanted = source.get("policy")

@@ -109,6 +109,15 @@ class Desk:
         }
 
 
+def admins_only(request: HttpRequest, desk: Desk, message: str) -> HttpResponse | None:
+    """The page an owners-and-admins page shows anyone else (`message` says why), or None for them."""
+    if desk.network_id is None:
+        return render(request, "dashboard/no_network.html", desk.context())
+    if not desk.can_audit:
+        return render(request, "dashboard/not_found.html", desk.context(message=message), status=403)
+    return None
+
+
 def live_page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     """A page with live regions. ?fragment=<name> renders only that region, for the page script
     to swap in; with &only=<key> just that region's summary and the key's cards or rows."""

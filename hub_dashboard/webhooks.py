@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from hub_core.errors import HubError
 from hub_core.events import EventType
-from hub_dashboard.views import Desk
+from hub_dashboard.views import Desk, admins_only
 from hub_dashboard.wording import refusal_for_operator
 from hub_webhooks.models import Delivery, Subscription
 from hub_webhooks.selectors import webhook_deliveries, webhook_get, webhook_subscriptions
@@ -49,19 +49,11 @@ class WebhookForm(forms.Form):
     )
 
 
-def _refused(request: HttpRequest, desk: Desk) -> HttpResponse | None:
-    if desk.network_id is None:
-        return render(request, "dashboard/no_network.html", desk.context())
-    if not desk.can_audit:
-        return render(request, "dashboard/not_found.html", desk.context(message=ADMINS_ONLY), status=403)
-    return None
-
-
 @login_required
 def webhooks_page(request: HttpRequest) -> HttpResponse:
     """The list and the form for a new one (POSTed here: on success the page shows the secret, once)."""
     desk = Desk(request)
-    if refusal := _refused(request, desk):
+    if refusal := admins_only(request, desk, ADMINS_ONLY):
         return refusal
     form = WebhookForm(request.POST or None)
     created, secret, status = None, "", 200
@@ -92,7 +84,7 @@ def webhooks_page(request: HttpRequest) -> HttpResponse:
 def webhook_page(request: HttpRequest, subscription_id: int) -> HttpResponse:
     """One subscription's deliveries, newest first: every attempt with its answer, and the notes."""
     desk = Desk(request)
-    if refusal := _refused(request, desk):
+    if refusal := admins_only(request, desk, ADMINS_ONLY):
         return refusal
     try:
         subscription = webhook_get(actor=desk.actor, network_id=desk.network_id, subscription_id=subscription_id)
