@@ -26,6 +26,7 @@ from hub_dashboard.views import Desk, admins_only
 from hub_dashboard.wording import refusal_for_operator
 
 ADMINS_ONLY = "Only the network's owners and admins see and manage its tokens."
+OWNERS_SWITCH = "Only the network's owners switch its identity policy."
 ROLES = {
     Role.OWNER: "owner: everything, and may give every role",
     Role.ADMIN: "admin: everything but giving the owner role",
@@ -124,7 +125,10 @@ def policy_page(request: HttpRequest) -> HttpResponse:
     wanted = source.get("policy")
     if wanted not in IdentityPolicy.values:
         return redirect("dashboard:tokens")
+    may_switch = desk.actor.roles.get(desk.network_id) == Role.OWNER  # the policy is the owners' call
     if request.method == "POST":
+        if not may_switch:
+            return render(request, "dashboard/not_found.html", desk.context(message=OWNERS_SWITCH), status=403)
         network = Network.objects.get(pk=desk.network_id)
         if network_policy_set(network=network, policy=wanted, by=desk.actor.label):
             messages.success(request, f"{network.name} is {wanted} now: {POLICIES[wanted]}")
@@ -133,5 +137,12 @@ def policy_page(request: HttpRequest) -> HttpResponse:
         return redirect("dashboard:tokens")
     losing = tokens_losing_access(actor=desk.actor, network_id=desk.network_id) if wanted == "strict" else None
     policy = network_policy(desk.network_id)
-    context = {"wanted": wanted, "policy": policy, "meaning": POLICIES[wanted], "losing": losing}
+    context = {
+        "wanted": wanted,
+        "policy": policy,
+        "meaning": POLICIES[wanted],
+        "losing": losing,
+        "may_switch": may_switch,
+        "owners_switch": OWNERS_SWITCH,
+    }
     return render(request, "dashboard/token_policy.html", desk.context(section="tokens", **context))

@@ -212,6 +212,19 @@ def test_switching_the_policy_is_audited_and_takes_effect(login, network, fleet)
     assert session_report(actor=unbound, alias="reviewer", resume_id="r-reviewer", status="idle")["ok"]
 
 
+def test_an_admin_sees_what_strict_would_take_away_but_only_an_owner_switches(login, network, fleet):
+    browser = login("admin")
+
+    page = text(browser.get("/tokens/policy/", {"policy": "strict"}))
+    refused = browser.post("/tokens/policy/", {"policy": "strict"})
+
+    assert "Tokens that would lose access" in page and 'name="confirm"' not in page
+    assert 'id="owners-switch"' in page and "owners switch its identity policy" in page
+    assert refused.status_code == 403
+    assert policy_of(network) == IdentityPolicy.OPEN
+    assert not AuditEntry.objects.filter(action=AuditEntry.Action.NETWORK_POLICY_CHANGED).exists()
+
+
 @pytest.mark.parametrize("role", ["member", "viewer"])
 def test_members_and_viewers_see_no_tokens_and_change_nothing(login, network, fleet, role):
     browser = login(role)
