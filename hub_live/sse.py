@@ -122,12 +122,14 @@ def _read(network_id: str, alias: str, after: int, *, present: bool) -> list[tup
 
 
 def _keepalive(token: str, network_id: str, alias: str) -> bool:
-    """False if the caller may no longer read the network (by the read path's own rule); else:
-    a connected caller that may write there keeps the alias alive, and events left unsealed by a
-    process that died after its commit are sealed, so they are delivered after all."""
+    """False if the caller may no longer read the network or be the alias (by the read path's own
+    rules: a policy switched to strict ends an unbound token's stream); else: a connected caller
+    that may write there keeps the alias alive, and events left unsealed by a process that died
+    after its commit are sealed, so they are delivered after all."""
     try:
         actor = token_authenticate(raw=token)
         actor.readable_networks(network_id)
+        identity.speak_as(actor, network_id, alias)
     except HubError:
         return False
     if actor.can_write(network_id):  # a viewer watching must not keep an agent "online"

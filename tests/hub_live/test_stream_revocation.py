@@ -23,7 +23,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.test import Client
 
 from hub_agents.models import AgentSession, Membership
-from hub_agents.services import membership_remove, membership_set, token_create, token_revoke
+from hub_agents.services import membership_remove, membership_set, network_policy_set, token_create, token_revoke
 from hub_events.selectors import events_position
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -175,6 +175,31 @@ def test_a_user_tokens_stream_closes_after_removal_from_the_network_while_tasks_
     assert not Membership.objects.filter(user=user).exists()
     assert set(stream.task_ids()) <= sender.sent_before(stream.ended_at)
     assert sender.sent[-1][1] not in set(stream.task_ids())
+
+
+def test_a_switch_to_strict_closes_an_unbound_tokens_stream_and_keeps_a_bound_ones(hub_server, network):
+    hub = hub_server(env=FAST)
+    _, unbound_raw = token_create(network=network, role="member", name="unbound listener")
+    _, bound_raw = token_create(network=network, role="member", name="bound listener", aliases=["coder"])
+    _, sender_raw = token_create(network=network, role="member", name="sender")
+    position = events_position(network_id=network.id)
+    unbound = open_stream(hub.url, unbound_raw, "coder", last_event_id=position, within=40)
+    bound = open_stream(hub.url, bound_raw, "coder", last_event_id=position, within=40)
+    sender = Sender(hub.url, sender_raw, "coder")
+    try:
+        unbound.wait_for(lambda: len(unbound.task_ids()) >= 2, within=15)
+        network_policy_set(network=network, policy="strict", by="test")
+        switched_at = time.monotonic()
+
+        took = ended_after(unbound, switched_at, CLOSED_WITHIN)
+        count = len(sender.sent)
+        bound.wait_for(lambda: sender.sent[-1][0] > unbound.ended_at and len(bound.task_ids()) > count, within=15)
+    finally:
+        sender.close()
+
+    assert took <= CLOSED_WITHIN
+    assert bound.ended_at is None  # the token bound to coder still hears its tasks
+    assert set(unbound.task_ids()) <= sender.sent_before(unbound.ended_at)
 
 
 @pytest.mark.parametrize("role", ["viewer", "member"])
