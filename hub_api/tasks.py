@@ -20,7 +20,7 @@ urlpatterns = [
     route("tasks/<str:task_id>/questions", Operation("post", "ask_operator", created=True), tag="questions"),
     route("questions", Operation("get", "list_questions"), tag="questions"),
     route("questions/<str:question_id>/answer", Operation("post", "answer_question"), tag="questions"),
-    # Beyond the contract: approvals (hub_tools.approvals). A held write answers 202 Accepted.
+    # Beyond the contract: approvals (hub_approvals). A held write answers 202 Accepted.
     route("approvals", Operation("get", "list_approvals"), tag="approvals"),
     route("approvals/<str:approval_id>/decide", Operation("post", "decide_approval"), tag="approvals"),
     route("messages", Operation("post", "send_message", created=True), tag="messages"),

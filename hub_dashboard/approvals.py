@@ -14,15 +14,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from hub_approvals.models import ApprovalRule, ApprovalStatus, ApprovalVote
+from hub_approvals.selectors import approval_rows, approval_rules
+from hub_approvals.services import ApprovalDecided, approval_rule_delete, approval_rule_save, approvals_expire_due
 from hub_core.errors import HubError
 from hub_core.formats import duration
 from hub_dashboard.forms import ApprovalRuleForm
 from hub_dashboard.views import Desk, live_page
 from hub_dashboard.wording import refusal_for_operator
 from hub_tasks import limits
-from hub_tools.approvals import ApprovalDecided, approval_rule_delete, approval_rule_save, approvals_expire_due
-from hub_tools.models import ApprovalRule, ApprovalStatus, ApprovalVote
-from hub_tools.selectors import approval_rows, approval_rules
 from hub_tools.tools import invoke
 
 PENDING_SHOWN = 100  # every call waiting for a decision first

@@ -23,6 +23,8 @@ from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.models import Network, SessionStatus
 from hub_agents.selectors import audit_list, network_landing, node_list, session_aliases
 from hub_agents.services import actor_for_user, network_choose, network_default_for
+from hub_approvals.selectors import approvals_waiting
+from hub_approvals.services import Held
 from hub_core import validate
 from hub_core.errors import HubError
 from hub_dashboard.chart import bar_chart
@@ -44,8 +46,6 @@ from hub_tasks.selectors import (
     task_thread,
     usage_totals,
 )
-from hub_tools.approvals import Held
-from hub_tools.selectors import approvals_waiting
 from hub_tools.tools import invoke
 
 TASKS_PER_PAGE = 50

@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any
 
 from hub_agents.results import SessionListing
+from hub_approvals.services import Held
 from hub_core.formats import timestamp
 from hub_fleet.results import TaskClaimed
 from hub_tasks.models import Task
@@ -21,7 +22,6 @@ from hub_tasks.results import (
     TaskReassigned,
     TaskSent,
 )
-from hub_tools.approvals import Held
 
 Fields = dict[str, Any]
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from hub_agents import identity
 from hub_agents.actors import Actor
 from hub_agents.identity import Caller, Speaks
+from hub_approvals.services import Held, approval_gate
 from hub_core import logcontext, tracing
 from hub_core.errors import HubError, invalid_argument
 from hub_core.formats import timestamp
@@ -23,8 +24,6 @@ from hub_tasks.lifecycle import leases_renew, tasks_expire_due
 from hub_tasks.models import DeliveredVia, InboxMessage
 from hub_tasks.receipts import receipts_mark
 from hub_tools import results as R
-from hub_tools.approvals import Held, approval_gate, approvals_expire_due
-from hub_tools.models import GATEABLE_TOOLS
 from hub_tools.params import Param
 from hub_tools.ratelimit import write_rate_check
 from hub_tools.replays import KEY, replayed_or_run
@@ -60,13 +59,10 @@ class Tool:
     # get_inbox's messages reached the agent: after the read, mark their delivery receipts (a write the
     # read-only selector must not do), in the same call.
     marks_receipts: bool = False
-    # Reads of approvals first expire those nobody decided in time (their callers are told).
-    settles_approvals: bool = False
-
-    @property
-    def gateable(self) -> bool:
-        """Whether a network's approval rules may hold this tool's calls (hub_tools.approvals)."""
-        return self.name in GATEABLE_TOOLS
+    # Whether a network's approval rules may hold this tool's calls (hub_approvals): what an operator
+    # or a dispatching agent starts. The agents' own protocol (heartbeats, acks, replies, completions,
+    # claims, questions) is never held: holding it would stall the work the approval is about.
+    gateable: bool = False
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -133,8 +129,6 @@ class Tool:
             held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
             if held is not None:
                 return held
-        if self.settles_approvals:
-            approvals_expire_due(network_ids=actor.readable_networks())
         if self.settles_deadlines:
             tasks_expire_due(network_ids=actor.readable_networks())
         if self.renews_leases:

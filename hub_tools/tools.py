@@ -23,6 +23,8 @@ from hub_agents.actors import Actor
 from hub_agents.identity import AGENT, SENDER
 from hub_agents.models import SessionStatus
 from hub_agents.selectors import SESSION_CURSOR_SHAPE, session_list
+from hub_approvals.models import ApprovalStatus, ApprovalVote
+from hub_approvals.services import approval_decide, approval_list
 from hub_core import validate
 from hub_core.formats import duration
 from hub_fleet.pool import agents_find, open_tasks, task_claim
@@ -63,11 +65,8 @@ from hub_tools import args as A
 from hub_tools import channel_tools, node_tools, search_tools
 from hub_tools import params as P
 from hub_tools import results as R
-from hub_tools.approvals import approval_decide
-from hub_tools.models import ApprovalStatus, ApprovalVote
 from hub_tools.params import Param
 from hub_tools.schema import counts, nullable, result, rows
-from hub_tools.selectors import approval_rows
 from hub_tools.tool import Tool
 
 # The contract's 17 tools, in its order: tools/list names them first, unchanged; the hub's own tools
@@ -325,6 +324,7 @@ def _build() -> list[Tool]:
             },
             callers={"from_session": SENDER},
             service=task_send,
+            gateable=True,
             render=R.task_sent,
             output=result(task_id={"type": "string"}, duplicate={"type": "boolean"}, **DELIVERY),
         ),
@@ -343,6 +343,7 @@ def _build() -> list[Tool]:
             },
             callers={"from_session": SENDER},
             service=message_send,
+            gateable=True,
             render=R.delivered,
             output=result(**DELIVERY),
         ),
@@ -393,6 +394,7 @@ def _build() -> list[Tool]:
             params={"task_id": TASK_ID, "from_session": FROM_SESSION},
             callers={"from_session": SENDER},
             service=task_retry,
+            gateable=True,
             render=R.as_fields,
             output=result(task_id={"type": "string"}, retried_to={"type": "string"}, message_id={"type": "string"}),
         ),
@@ -410,6 +412,7 @@ def _build() -> list[Tool]:
             },
             callers={"from_session": SENDER},
             service=task_cancel,
+            gateable=True,
             render=R.task_cancelled,
             output=result(task_id={"type": "string"}, cancelled={"type": "boolean"}),
             destructive=True,
@@ -429,6 +432,7 @@ def _build() -> list[Tool]:
             },
             callers={"from_session": SENDER},
             service=task_reassign,
+            gateable=True,
             render=R.task_reassigned,
             output=result(
                 task_id={"type": "string"},
@@ -564,6 +568,7 @@ def _build() -> list[Tool]:
                 "network_id": NETWORK_ID,
             },
             service=broadcast_send,
+            gateable=True,
             render=R.broadcast_sent,
             output=result(recipients={"type": "integer"}, message_ids={"type": "array", "items": {"type": "string"}}),
         ),
@@ -682,7 +687,7 @@ def _build() -> list[Tool]:
             output=result(questions=rows("Unanswered first, oldest first; then answered, newest first.")),
             read_only=True,
         ),
-        # Beyond the contract: approvals (hub_tools.approvals). A network's rules may hold calls of
+        # Beyond the contract: approvals (hub_approvals). A network's rules may hold calls of
         # send_task, send_message, broadcast, retry_task, cancel_task and reassign_task: such a call
         # answers {"ok": true, "pending_approval": true, "approval_id": ...} and runs once approved.
         Tool(
@@ -698,9 +703,8 @@ def _build() -> list[Tool]:
                 "network_id": NETWORK_ID,
                 "limit": AT_MOST,
             },
-            service=approval_rows,
+            service=approval_list,
             render=R.approvals,
-            settles_approvals=True,
             output=result(approvals=rows("Pending first, oldest first; then decided, newest first.")),
             read_only=True,
         ),
@@ -717,7 +721,7 @@ def _build() -> list[Tool]:
                 "decision": P.choice("approve or reject.", ApprovalVote.Decision.values, required=True),
                 "note": P.text("Why: shown to the caller with a rejection, kept with the vote.", limits.ANSWER_MAX),
             },
-            service=_approval_decide,
+            service=approval_decide,
             render=R.as_fields,
             output=result(
                 approval_id={"type": "string"},
@@ -752,15 +756,6 @@ def _build() -> list[Tool]:
     ]
     # Beyond the contract: channels and search (issue 18), nodes (issue 25), each module its own specs.
     return [*tools, *channel_tools.specs(), *search_tools.specs(), *node_tools.specs()]
-
-
-def _approval_decide(*, actor: Actor, approval_id: str, decision: str, note: str | None) -> Any:
-    return approval_decide(actor=actor, approval_id=approval_id, decision=decision, note=note, run=_run_held)
-
-
-def _run_held(caller: Actor, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """An approved call, run through the same door as every call, as its caller."""
-    return TOOLS_BY_NAME[tool].run(caller, arguments, approved=True)
 
 
 TOOLS: list[Tool] = []

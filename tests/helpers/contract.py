@@ -15,7 +15,7 @@ from hub_tools.tools import CONTRACT_TOOLS
 POOL_TOOLS = ("find_agents", "list_open_tasks", "claim_task")
 # Issue 17: questions to a person (hub_tasks.questions).
 QUESTION_TOOLS = ("ask_operator", "answer_question", "list_questions")
-# Issue 17: approvals (hub_tools.approvals).
+# Issue 17: approvals (hub_approvals).
 APPROVAL_TOOLS = ("list_approvals", "decide_approval")
 # Issue 18: a task's thread (hub_tasks.selectors.task_thread).
 THREAD_TOOLS = ("get_thread",)

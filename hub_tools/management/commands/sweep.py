@@ -21,9 +21,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
 from hub_agents.models import Network
+from hub_approvals.services import approvals_expire_due
 from hub_channels.services import channels_retention_sweep
 from hub_tasks.lifecycle import tasks_expire_due
-from hub_tools.approvals import approvals_expire_due
 from hub_tools.replays import replay_keys_prune
 
 logger = logging.getLogger(__name__)

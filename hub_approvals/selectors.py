@@ -8,9 +8,9 @@ from django.db.models import F, Prefetch
 from django.utils import timezone
 
 from hub_agents.actors import Actor
+from hub_approvals.models import Approval, ApprovalRule, ApprovalStatus, ApprovalVote
 from hub_core.formats import timestamp
 from hub_tasks import limits
-from hub_tools.models import Approval, ApprovalRule, ApprovalStatus, ApprovalVote
 
 
 def approval_rows(

@@ -14,7 +14,7 @@ Lock order: the approval's row, then whatever the held call locks (sessions, tas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,16 +29,15 @@ from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
 from hub_agents.services import actor_for_key
-from hub_core.errors import HubError, permission_denied
+from hub_approvals.models import PRIORITY_RANK, Approval, ApprovalRule, ApprovalStatus, ApprovalVote
+from hub_approvals.port import gateable_tools, held_call_run
+from hub_approvals.selectors import approval_rows
+from hub_core.errors import HubError, invalid_argument, permission_denied
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.formats import duration, timestamp
+from hub_tasks import limits
 from hub_tasks.lifecycle import HUB, inbox_deliver
 from hub_tasks.models import InboxMessage, Task
-from hub_tools.models import PRIORITY_RANK, Approval, ApprovalRule, ApprovalStatus, ApprovalVote
-
-# Runs a held call as its caller: (caller, tool name, arguments) -> the tool's result object.
-Runner = Callable[[Actor, str, dict[str, Any]], dict[str, Any]]
-
 
 # The calls a rule's target_alias matches by their task's agent (they name no alias of their own, or
 # name the agent they move it to): a rule aimed at an alias holds what others do to its tasks.
@@ -235,16 +234,29 @@ def summary_of(tool: str, arguments: dict[str, Any]) -> str:
     return text if len(text) <= 500 else text[:499] + "…"
 
 
-def approval_decide(
-    *, actor: Actor, approval_id: str, decision: str, note: str | None = None, run: Runner
-) -> ApprovalDecided:
+def approval_list(
+    *,
+    actor: Actor,
+    status: str | None = None,
+    approval_id: str | None = None,
+    network_id: str | None = None,
+    limit: int = limits.QUESTIONS_LIMIT_DEFAULT,
+) -> list[dict[str, Any]]:
+    """list_approvals: first expire those nobody decided in time (their callers are told), then read
+    them (hub_approvals.selectors.approval_rows)."""
+    approvals_expire_due(network_ids=actor.readable_networks())
+    return approval_rows(actor=actor, status=status, approval_id=approval_id, network_id=network_id, limit=limit)
+
+
+def approval_decide(*, actor: Actor, approval_id: str, decision: str, note: str | None = None) -> ApprovalDecided:
     """decide_approval: one approver's yes or no. The yes that completes the tier runs the call (as
-    its caller, through `run`) in this transaction: exactly once, whoever else decides at once."""
+    its caller, through the tool registry's door: hub_approvals.port) in this transaction: exactly
+    once, whoever else decides at once."""
     found = Approval.objects.filter(network_id__in=actor.readable_networks(), pk=approval_id).first()
     if found is None:
         raise _not_found(approval_id)
     approvals_expire_due(network_ids=[found.network_id])  # its own commit: an expiry is not undone by a refusal
-    decided = _decide(actor, approval_id, decision, note or "", run)
+    decided = _decide(actor, approval_id, decision, note or "")
     if decided is None:  # it expired while a sweep skipped it: that expiry has committed, the vote is refused
         raise _already_decided(Approval.objects.get(pk=approval_id))
     return decided
@@ -262,7 +274,7 @@ def _already_decided(held: Approval) -> HubError:
 
 
 @sealed_atomic
-def _decide(actor: Actor, approval_id: str, decision: str, note: str, run: Runner) -> ApprovalDecided | None:
+def _decide(actor: Actor, approval_id: str, decision: str, note: str) -> ApprovalDecided | None:
     """The vote, under the approval's row lock; None: the approval was past its time, and is now expired."""
     now = timezone.now()
     held = Approval.objects.select_for_update().get(pk=approval_id)
@@ -297,18 +309,18 @@ def _decide(actor: Actor, approval_id: str, decision: str, note: str, run: Runne
     if decision == ApprovalVote.Decision.REJECT:
         _end(held, ApprovalStatus.REJECTED, f"rejected by {actor.label}" + (f": {note}" if note else ""), now)
     elif len(approvers) >= held.approvals_required:
-        _run(held, run, approvers, now)
+        _run(held, approvers, now)
     _audit_vote(actor, held, decision, note)
     publish(_updated(held, len(approvers), decided_by=actor.label))
     return ApprovalDecided(held.id, held.status, len(approvers), held.approvals_required, held.result, held.reason)
 
 
-def _run(held: Approval, run: Runner, approvers: list[str], now: datetime) -> None:
+def _run(held: Approval, approvers: list[str], now: datetime) -> None:
     """Run the held call as its caller, in a savepoint: a refusal (the task ended meanwhile, the
     caller's token revoked) is kept as the outcome and undoes nothing but the call's own writes."""
     try:
         with transaction.atomic():
-            result = run(actor_for_key(held.requester_key), held.tool, dict(held.arguments))
+            result = held_call_run(actor_for_key(held.requester_key), held.tool, dict(held.arguments))
     except HubError as refusal:
         held.result = refusal.as_result()
         _end(held, ApprovalStatus.FAILED, f"approved by {', '.join(approvers)}, then refused: {refusal.message}", now)
@@ -424,6 +436,8 @@ def approval_rule_save(*, actor: Actor, rule: ApprovalRule, trusted_token_ids: I
     """Create or change a rule of a network the actor administers (the dashboard's form)."""
     if not actor.can_administer(rule.network_id):
         raise permission_denied(f"Only the owners and admins of network {rule.network_id} set its approval rules.")
+    if rule.tool and rule.tool not in gateable_tools():  # a rule names a tool its spec says may be held
+        raise invalid_argument("tool", f"is not a tool a rule may hold (those: {', '.join(gateable_tools())})")
     created = rule.pk is None
     if created:
         rule.created_by = actor.label
