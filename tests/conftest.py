@@ -25,7 +25,7 @@ from hub_core import ratelimit
 from hub_core.events import EventType, HubEvent, outbox_close
 from hub_events.models import OPERATORS, Event
 from tests.helpers import NOW
-from tests.helpers.calls import session_report
+from tests.helpers.calls import report_status
 
 # Fixtures for every package (live hubs) and the markers `make test-fast` filters on; helpers that are
 # not fixtures live in tests/helpers/. No test module or conftest imports another.
@@ -107,7 +107,7 @@ def online(agent) -> Callable[..., dict]:
 
     def report(alias: str, status: str = "idle", actor: Actor | None = None, **fields) -> dict:
         fields.setdefault("resume_id", f"resume-{alias}")
-        return session_report(actor=actor or agent, alias=alias, status=status, **fields)
+        return report_status(actor=actor or agent, alias=alias, status=status, **fields)
 
     return report
 

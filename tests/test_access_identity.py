@@ -46,15 +46,15 @@ from tests.helpers.access import (
     writes_recorded,
 )
 from tests.helpers.calls import (
+    ask_operator,
+    cancel_task,
     channel_create,
     channel_post,
-    completion_report,
-    message_send,
-    node_report,
-    question_ask,
-    session_report,
-    task_cancel,
-    task_send,
+    report_completion,
+    report_node,
+    report_status,
+    send_message,
+    send_task,
 )
 
 NODE_AGENT = {"runtime": "command", "concurrency": 1, "running": 0}  # an agent a node hosts, less its alias
@@ -238,19 +238,19 @@ def build_side(policy: str) -> Side:
     seed = token_authenticate(raw=tokens["unbound"])  # builds while the network is still open
 
     for alias in ("a-coder", "a-helper", "a-lead", "a-other"):
-        session_report(actor=seed, resume_id=f"{alias}-resume", alias=alias, status="idle", skills=["python"])
-    node_report(actor=seed, node_id="a-node", agents=[NODE_AGENT | {"alias": "a-coder"}])
-    live = task_send(actor=seed, alias="a-coder", task="the live task", from_session="a-lead")["task_id"]
-    cancelled = task_send(actor=seed, alias="a-coder", task="an old task", from_session="a-lead")["task_id"]
-    task_cancel(actor=seed, task_id=cancelled)
-    message = message_send(actor=seed, alias="a-coder", message="a plain message", from_session="a-lead")
-    open_task = task_send(
+        report_status(actor=seed, resume_id=f"{alias}-resume", alias=alias, status="idle", skills=["python"])
+    report_node(actor=seed, node_id="a-node", agents=[NODE_AGENT | {"alias": "a-coder"}])
+    live = send_task(actor=seed, alias="a-coder", task="the live task", from_session="a-lead")["task_id"]
+    cancelled = send_task(actor=seed, alias="a-coder", task="an old task", from_session="a-lead")["task_id"]
+    cancel_task(actor=seed, task_id=cancelled)
+    message = send_message(actor=seed, alias="a-coder", message="a plain message", from_session="a-lead")
+    open_task = send_task(
         actor=seed, alias="pool", task="an open task", from_session="a-lead", required_skills=["python"]
     )["task_id"]
-    question = question_ask(actor=seed, task_id=live, question="which way?")["question_id"]
+    question = ask_operator(actor=seed, task_id=live, question="which way?")["question_id"]
     ApprovalRule.objects.create(network=network, name="gate", tool="send_message", target_alias="a-gated")
-    approval = message_send(actor=seed, alias="a-gated", message="a gated message")["approval_id"]
-    completion_report(actor=seed, alias="a-coder", task="an earlier job", result="earlier")
+    approval = send_message(actor=seed, alias="a-gated", message="a gated message")["approval_id"]
+    report_completion(actor=seed, alias="a-coder", task="an earlier job", result="earlier")
     room = channel_create(actor=seed, name="room", alias="a-coder", members=["a-helper"])["channel_id"]
     channel_post(actor=seed, channel_id=room, alias="a-coder", content="a zebra crossing, members only")
     lobby = channel_create(actor=seed, name="lobby", alias="a-lead")["channel_id"]

@@ -63,17 +63,17 @@ from tests.helpers.access import (
     rows_restored,
 )
 from tests.helpers.calls import (
+    ask_operator,
+    cancel_task,
     channel_create,
     channel_post,
-    completion_report,
-    message_send,
-    node_report,
-    question_ask,
-    reply_send,
-    session_report,
-    task_cancel,
-    task_claim,
-    task_send,
+    claim_task,
+    report_completion,
+    report_node,
+    report_status,
+    send_message,
+    send_reply,
+    send_task,
 )
 from tests.helpers.contract import EXTENSION_TOOLS, assert_contract_first
 from tests.helpers.dashboard import browser_of, signed_in, websocket
@@ -164,33 +164,33 @@ def build_world() -> World:
     a_agent, b_agent = token_authenticate(raw=a_member), token_authenticate(raw=b_member)
 
     for alias in ("a-coder", "a-helper"):
-        session_report(
+        report_status(
             actor=a_agent, resume_id=f"{alias}-resume", alias=alias, status="idle", hostname="a-host", skills=["python"]
         )
-    node_report(actor=a_agent, node_id="a-node", host="a-host", agents=[NODE_AGENT | {"alias": "a-coder"}])
-    a_live = task_send(actor=a_agent, alias="a-coder", task="A live task", from_session="a-lead")["task_id"]
-    a_cancelled = task_send(actor=a_agent, alias="a-coder", task="A old task", from_session="a-lead")["task_id"]
-    task_cancel(actor=a_agent, task_id=a_cancelled)
-    message_send(actor=a_agent, alias="a-coder", message="A message")
+    report_node(actor=a_agent, node_id="a-node", host="a-host", agents=[NODE_AGENT | {"alias": "a-coder"}])
+    a_live = send_task(actor=a_agent, alias="a-coder", task="A live task", from_session="a-lead")["task_id"]
+    a_cancelled = send_task(actor=a_agent, alias="a-coder", task="A old task", from_session="a-lead")["task_id"]
+    cancel_task(actor=a_agent, task_id=a_cancelled)
+    send_message(actor=a_agent, alias="a-coder", message="A message")
     a_open, a_held = (
-        task_send(
+        send_task(
             actor=a_agent, alias="pool", task=f"A {name}", from_session="a-lead", required_skills=["python"],
             lease_seconds=600,
         )["task_id"]
         for name in ("open task", "held task")
     )  # fmt: skip
-    task_claim(actor=a_agent, task_id=a_held, alias="a-coder")
-    a_question = question_ask(actor=a_agent, task_id=a_live, question="A: which way?")["question_id"]
+    claim_task(actor=a_agent, task_id=a_held, alias="a-coder")
+    a_question = ask_operator(actor=a_agent, task_id=a_live, question="A: which way?")["question_id"]
     ApprovalRule.objects.create(network=a, name="A gate", tool="send_message", target_alias="a-gated")
-    a_approval = message_send(actor=a_agent, alias="a-gated", message="A gated message")["approval_id"]
-    completion_report(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
+    a_approval = send_message(actor=a_agent, alias="a-gated", message="A gated message")["approval_id"]
+    report_completion(actor=a_agent, alias="a-coder", task="A earlier job", result="A result")
     a_channel = channel_create(actor=a_agent, name="a-room", alias="a-coder", members=["a-helper"])["channel_id"]
     channel_post(actor=a_agent, channel_id=a_channel, alias="a-coder", content="A post")
     a_news = channel_create(actor=a_agent, name="a-news", alias="a-coder", type="broadcast")["channel_id"]
     channel_post(actor=a_agent, channel_id=a_news, alias="a-coder", content="A news")
 
     for alias in ("b-coder", "b-lead", "report"):
-        session_report(
+        report_status(
             actor=b_agent,
             resume_id=f"{alias}-b-resume",
             alias=alias,
@@ -202,25 +202,25 @@ def build_world() -> World:
             node_id=f"{SECRET}-node",
             skills=["python"],
         )
-    node_report(
+    report_node(
         actor=b_agent, node_id=f"{SECRET}-node", host=f"{SECRET}-host", agents=[NODE_AGENT | {"alias": "b-coder"}]
     )
-    b_live = task_send(
+    b_live = send_task(
         actor=b_agent, alias="b-coder", task=f"{SECRET} live task", context=f"{SECRET} context", from_session="b-lead"
     )["task_id"]
-    b_cancelled = task_send(actor=b_agent, alias="b-coder", task=f"{SECRET} old task", from_session="b-lead")
-    task_cancel(actor=b_agent, task_id=b_cancelled["task_id"], reason=f"{SECRET} reason")
-    b_done = task_send(actor=b_agent, alias="b-coder", task=f"{SECRET} finished task", from_session="b-lead")
-    completion_report(actor=b_agent, alias="b-coder", task=b_done["task_id"], result=f"{SECRET} result")
-    b_message = message_send(actor=b_agent, alias="b-coder", message=f"{SECRET} message", from_session="b-lead")
-    reply_send(actor=b_agent, alias="b-lead", text=f"{SECRET} reply", from_session="b-coder")
-    message_send(actor=b_agent, alias="report", message=f"{SECRET} for the alias named report")
-    b_open = task_send(
+    b_cancelled = send_task(actor=b_agent, alias="b-coder", task=f"{SECRET} old task", from_session="b-lead")
+    cancel_task(actor=b_agent, task_id=b_cancelled["task_id"], reason=f"{SECRET} reason")
+    b_done = send_task(actor=b_agent, alias="b-coder", task=f"{SECRET} finished task", from_session="b-lead")
+    report_completion(actor=b_agent, alias="b-coder", task=b_done["task_id"], result=f"{SECRET} result")
+    b_message = send_message(actor=b_agent, alias="b-coder", message=f"{SECRET} message", from_session="b-lead")
+    send_reply(actor=b_agent, alias="b-lead", text=f"{SECRET} reply", from_session="b-coder")
+    send_message(actor=b_agent, alias="report", message=f"{SECRET} for the alias named report")
+    b_open = send_task(
         actor=b_agent, alias="pool", task=f"{SECRET} open task", from_session="b-lead", required_skills=["python"]
     )["task_id"]
-    b_question = question_ask(actor=b_agent, task_id=b_live, question=f"{SECRET} question", options=["yes", "no"])
+    b_question = ask_operator(actor=b_agent, task_id=b_live, question=f"{SECRET} question", options=["yes", "no"])
     ApprovalRule.objects.create(network=b, name=f"{SECRET} gate", tool="send_message", target_alias="b-gated")
-    b_approval = message_send(actor=b_agent, alias="b-gated", message=f"{SECRET} gated message")["approval_id"]
+    b_approval = send_message(actor=b_agent, alias="b-gated", message=f"{SECRET} gated message")["approval_id"]
     b_channel = channel_create(
         actor=b_agent, name=f"{SECRET}-room", alias="b-lead", members=["b-coder"], description=f"{SECRET} topic"
     )["channel_id"]
@@ -914,7 +914,7 @@ class TestOverCommittedData:
             replayed = await frames_until_quiet(mine, first=True)
             assert (await theirs.receive_json_from())["type"] == "hello"
             b_replayed = await frames_until_quiet(theirs, first=True)
-            await sync_to_async(task_send)(actor=b_agent, alias="b-coder", task=f"{SECRET} pushed live")
+            await sync_to_async(send_task)(actor=b_agent, alias="b-coder", task=f"{SECRET} pushed live")
             b_pushed = await frames_until_quiet(theirs, first=True)
             pushed = await frames_until_quiet(mine)
             await mine.disconnect()
@@ -947,7 +947,7 @@ class TestOverCommittedData:
             answered = await frames_until_quiet(socket)
             after_frames = await sync_to_async(fingerprint)()
             # Still open and live: a member's write is pushed to it.
-            sent = await sync_to_async(task_send)(actor=member, alias="a-helper", task="pushed to the watcher")
+            sent = await sync_to_async(send_task)(actor=member, alias="a-helper", task="pushed to the watcher")
             pushed = await frames_until_quiet(socket, first=True)
             await socket.disconnect()
             return answered, after_frames, sent["task_id"], pushed

@@ -24,7 +24,7 @@ from hub_agents.models import IdentityPolicy, Network
 from hub_agents.services import network_create, network_policy_set, token_authenticate, token_create
 from hub_tools.tools import TOOLS_BY_NAME
 from tests.helpers.access import assert_answered, assert_tool_refused, invoke, rolled_back_data, writes_recorded
-from tests.helpers.calls import channel_create, channel_post, message_send, session_report, task_send
+from tests.helpers.calls import channel_create, channel_post, report_status, send_message, send_task
 from tests.helpers.rest import assert_refused
 
 TRANSPORTS = ("mcp", "rest")
@@ -68,9 +68,9 @@ def build_guarded() -> Guarded:
     }
     seed = token_authenticate(raw=tokens["unbound"])  # builds while the network is still open
     for alias in ("a-victim", "a-mallory", "a-friend"):
-        session_report(actor=seed, resume_id=f"{alias}-resume", alias=alias, status="idle", skills=["python"])
-    message = message_send(actor=seed, alias="a-victim", message=VICTIMS_EYES, from_session="a-friend")
-    open_task = task_send(
+        report_status(actor=seed, resume_id=f"{alias}-resume", alias=alias, status="idle", skills=["python"])
+    message = send_message(actor=seed, alias="a-victim", message=VICTIMS_EYES, from_session="a-friend")
+    open_task = send_task(
         actor=seed, alias="pool", task="an open task", from_session="a-friend", required_skills=["python"]
     )["task_id"]
     room = channel_create(actor=seed, name="victims-room", alias="a-victim", members=["a-friend"])["channel_id"]

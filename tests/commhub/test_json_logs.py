@@ -38,7 +38,7 @@ from hub_tasks.models import Task
 from hub_webhooks.services import webhook_create
 from tests.helpers import ROOT
 from tests.helpers.asgi import Answer, ask, scope
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 from tests.helpers.dashboard import browser_of, signed_in
 from tests.helpers.live import database_url
 from tests.helpers.webhooks import Receiver
@@ -314,13 +314,13 @@ def test_the_sweep_and_the_deliverer_print_only_json_lines(network, ci_runner, m
     """README: under COMMHUB_LOG_FORMAT=json every line the hub prints is one JSON object; its
     workers (`make run` starts both) report what they did, and that line is JSON too."""
     agent = token_authenticate(raw=ci_runner[0])
-    task_id = task_send(actor=agent, alias="coder", task="expires unseen", ttl_seconds=60)["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="expires unseen", ttl_seconds=60)["task_id"]
     Task.objects.filter(pk=task_id).update(expires_at=timezone.now() - timedelta(seconds=1))
     settings.COMMHUB_WEBHOOKS_ALLOW_PRIVATE = True
     receiver = Receiver()
     try:
         webhook_create(actor=make_actor(network, "owner"), network_id=network.pk, url=receiver.url, event_types=[])
-        task_send(actor=agent, alias="coder", task="an event to deliver")
+        send_task(actor=agent, alias="coder", task="an event to deliver")
         json_mode = {"COMMHUB_LOG_FORMAT": "json", "COMMHUB_WEBHOOKS_ALLOW_PRIVATE": "true"}
 
         assert_json_lines(printed_by(["sweep", "--once"], **json_mode), "settled 1 tasks")

@@ -32,7 +32,7 @@ from hub_events.selectors import events_position
 from hub_tasks.models import Task
 from tests.helpers import ROOT
 from tests.helpers.asgi import ask, scope
-from tests.helpers.calls import inbox_ack, inbox_list, reply_send, task_get, task_retry, task_send
+from tests.helpers.calls import ack_inbox, get_inbox, get_task, retry_task, send_reply, send_task
 from tests.helpers.dashboard import signed_in, websocket
 from tests.helpers.metrics import Samples, families, parse, series, value
 
@@ -52,16 +52,16 @@ def scrape(client: Client | None = None, **headers: Any) -> str:
 
 
 def send(agent, alias: str = CODER, **extra: Any) -> str:
-    return task_send(actor=agent, alias=alias, task="deploy the site", from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=alias, task="deploy the site", from_session=LEAD, **extra)["task_id"]
 
 
 def take(agent, task_id: str, alias: str = CODER) -> None:
-    (message,) = [m for m in inbox_list(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
-    inbox_ack(actor=agent, alias=alias, message_id=message["id"])
+    (message,) = [m for m in get_inbox(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
+    ack_inbox(actor=agent, alias=alias, message_id=message["id"])
 
 
 def fail(agent, task_id: str) -> None:
-    reply_send(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
+    send_reply(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
 
 
 # --- who may scrape ---------------------------------------------------------------------------------
@@ -168,9 +168,9 @@ def test_a_lapsed_lease_counts_once_with_how_it_went_on(agent, network, clock, d
     before = parse(scrape())
     clock.tick(60)
     with django_capture_on_commit_callbacks(execute=True):
-        task_get(actor=agent, task_id=requeued)  # a read settles both lapses
+        get_task(actor=agent, task_id=requeued)  # a read settles both lapses
     with django_capture_on_commit_callbacks(execute=True):
-        task_get(actor=agent, task_id=requeued)  # nothing more lapsed
+        get_task(actor=agent, task_id=requeued)  # nothing more lapsed
     after = parse(scrape())
     for outcome in ("requeued", "failed"):
         assert moved(before, after, "commhub_lease_lapses_total", network=network.pk, outcome=outcome) == 1, outcome
@@ -191,7 +191,7 @@ def test_retries_and_dead_letters_count_when_they_happen(agent, network, clock, 
     with django_capture_on_commit_callbacks(execute=True):
         fail(agent, task_id)  # the last attempt failed: dead-lettered
     with django_capture_on_commit_callbacks(execute=True):
-        task_retry(actor=agent, task_id=task_id)  # a person sends it again
+        retry_task(actor=agent, task_id=task_id)  # a person sends it again
     after = parse(scrape())
 
     assert moved(before, middle, "commhub_task_retries_total", network=net, kind="automatic") == 1
@@ -216,7 +216,7 @@ def test_a_rolled_back_write_counts_nothing(agent, network, django_capture_on_co
             fail(agent, retried)  # would schedule an automatic retry
             take(agent, task_id)
             fail(agent, task_id)
-            reply = task_retry(actor=agent, task_id=task_id)  # would count a manual retry
+            reply = retry_task(actor=agent, task_id=task_id)  # would count a manual retry
             assert reply["ok"] is True
             raise Undo
     after = parse(scrape())
@@ -261,17 +261,17 @@ def test_dispatch_to_delivery_is_observed_once_per_task_message_when_it_first_re
 ):
     before = parse(scrape())
     send(agent)
-    task_send(actor=agent, alias=CODER, task="a plain message's kin", from_session=LEAD)
+    send_task(actor=agent, alias=CODER, task="a plain message's kin", from_session=LEAD)
     clock.tick(2)
     with django_capture_on_commit_callbacks(execute=True):
-        inbox_list(actor=agent, alias=CODER)  # both tasks reach the coder now: 2 s after dispatch
+        get_inbox(actor=agent, alias=CODER)  # both tasks reach the coder now: 2 s after dispatch
     with django_capture_on_commit_callbacks(execute=True):
-        inbox_list(actor=agent, alias=CODER)  # handed out again: already delivered, not observed again
+        get_inbox(actor=agent, alias=CODER)  # handed out again: already delivered, not observed again
     acked_unread = send(agent, alias=REVIEWER)
     clock.tick(3)
     with django_capture_on_commit_callbacks(execute=True):
         # Acked by id before any read handed it out: the ack is its receipt, 3 s after dispatch.
-        inbox_ack(actor=agent, alias=REVIEWER, message_id=acked_unread)
+        ack_inbox(actor=agent, alias=REVIEWER, message_id=acked_unread)
     after = parse(scrape())
 
     # approx: the sum is a float the process's earlier observations were added to (the difference of

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.helpers.calls import completion_report, inbox_ack, inbox_list, reply_send, task_send
+from tests.helpers.calls import ack_inbox, get_inbox, report_completion, send_reply, send_task
 from tests.helpers.metrics import families, parse, value
 
 pytestmark = pytest.mark.django_db
@@ -14,14 +14,14 @@ pytestmark = pytest.mark.django_db
 
 def test_run_tokens_and_cost_by_network_agent_and_model(agent, network):
     for alias, model, tokens, cost in (("coder", "m1", 100, 0.5), ("coder", "m1", 50, 0.25), ("coder", None, 7, 1.0)):
-        task_id = task_send(actor=agent, alias=alias, task=f"t{tokens}", from_session="lead")["task_id"]
-        (message,) = [m for m in inbox_list(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
-        inbox_ack(actor=agent, alias=alias, message_id=message["id"])
+        task_id = send_task(actor=agent, alias=alias, task=f"t{tokens}", from_session="lead")["task_id"]
+        (message,) = [m for m in get_inbox(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
+        ack_inbox(actor=agent, alias=alias, message_id=message["id"])
         usage = {"tokens_in": tokens, "tokens_out": 1, "cost_usd": cost, **({"model": model} if model else {})}
-        reply_send(
+        send_reply(
             actor=agent, alias="lead", text="x", in_reply_to=task_id, status="failed", from_session=alias, **usage
         )
-        completion_report(actor=agent, alias=alias, task=task_id, result="x", **usage)  # the same run: counted once
+        report_completion(actor=agent, alias=alias, task=task_id, result="x", **usage)  # the same run: counted once
 
     text = Client().get("/metrics").content.decode()
     samples = parse(text)

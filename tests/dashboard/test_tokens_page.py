@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
-from tests.helpers.calls import session_report
+from tests.helpers.calls import report_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SIZES = {"phone": {"width": 390, "height": 844}, "wide": {"width": 1280, "height": 800}}
@@ -32,7 +32,7 @@ def test_the_tokens_pages_fit(hub_server, page_for, network, operator, screensho
     reporter = token_authenticate(raw=old_ci)  # unbound: the agents it reported as go in the losing table
     for n in range(6):
         alias = f"nightly-release-builder-agent-{n:02d}"
-        session_report(actor=reporter, alias=alias, resume_id=f"r-{alias}", status="idle")
+        report_status(actor=reporter, alias=alias, resume_id=f"r-{alias}", status="idle")
     carol = user_get_or_create(username="carol.with.a.long.username@example.com")
     membership_set(user=carol, network=network, role="admin")
     token_create(user=carol, name="laptop")

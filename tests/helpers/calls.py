@@ -1,6 +1,6 @@
-"""The CommHub tools under their services' names, called the way every transport calls them.
+"""The CommHub tools under their own names, called the way every transport calls them.
 
-`task_send(actor=a, alias="coder", task="t")` runs send_task through the tool registry, as MCP, REST
+`send_task(actor=a, alias="coder", task="t")` runs send_task through the tool registry, as MCP, REST
 and the dashboard do: arguments checked and parsed by the tool's spec, the write limit counted, the
 service called with typed values, and the contract's result object (`{"ok": True, ...}`) returned;
 a refusal raises HubError. Service tests state behaviour through this public surface, so they keep
@@ -26,36 +26,36 @@ def _tool(name: str) -> Call:
     return call
 
 
-session_report = _tool("report_status")
-completion_report = _tool("report_completion")
-inbox_list = _tool("get_inbox")
-inbox_ack = _tool("ack_inbox")
-task_send = _tool("send_task")
-message_send = _tool("send_message")
-reply_send = _tool("send_reply")
-task_ack = _tool("send_ack")
-task_retry = _tool("retry_task")
-task_cancel = _tool("cancel_task")
-task_reassign = _tool("reassign_task")
-task_get = _tool("get_task")
-task_list = _tool("list_tasks")
-session_list = _tool("get_all_status")
-session_get = _tool("get_session_status")
-completion_list = _tool("get_completions")
-broadcast_send = _tool("broadcast")
+report_status = _tool("report_status")
+report_completion = _tool("report_completion")
+get_inbox = _tool("get_inbox")
+ack_inbox = _tool("ack_inbox")
+send_task = _tool("send_task")
+send_message = _tool("send_message")
+send_reply = _tool("send_reply")
+send_ack = _tool("send_ack")
+retry_task = _tool("retry_task")
+cancel_task = _tool("cancel_task")
+reassign_task = _tool("reassign_task")
+get_task = _tool("get_task")
+list_tasks = _tool("list_tasks")
+get_all_status = _tool("get_all_status")
+get_session_status = _tool("get_session_status")
+get_completions = _tool("get_completions")
+broadcast = _tool("broadcast")
 # Beyond the contract: skills and the open pool.
-agents_find = _tool("find_agents")
-open_tasks = _tool("list_open_tasks")
-task_claim = _tool("claim_task")
+find_agents = _tool("find_agents")
+list_open_tasks = _tool("list_open_tasks")
+claim_task = _tool("claim_task")
 # Beyond the contract: questions to a person.
-question_ask = _tool("ask_operator")
-question_answer = _tool("answer_question")
-question_list = _tool("list_questions")
+ask_operator = _tool("ask_operator")
+answer_question = _tool("answer_question")
+list_questions = _tool("list_questions")
 # Beyond the contract: a task's thread.
-task_thread = _tool("get_thread")
+get_thread = _tool("get_thread")
 # Beyond the contract: approvals.
-approval_list = _tool("list_approvals")
-approval_decide = _tool("decide_approval")
+list_approvals = _tool("list_approvals")
+decide_approval = _tool("decide_approval")
 # Beyond the contract: channels.
 channel_create = _tool("channel_create")
 channel_list = _tool("channel_list")
@@ -66,5 +66,5 @@ channel_configure = _tool("channel_configure")
 channel_post = _tool("channel_post")
 channel_read = _tool("channel_read")
 # Beyond the contract: nodes.
-node_report = _tool("report_node")
-node_list = _tool("list_nodes")
+report_node = _tool("report_node")
+list_nodes = _tool("list_nodes")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hub_agents.models import Network
 from hub_agents.services import token_authenticate, token_create
 from hub_tools.tools import TOOLS, Tool
-from tests.helpers.calls import message_send, question_ask, session_report, task_send
+from tests.helpers.calls import ask_operator, report_status, send_message, send_task
 
 MCP = "/mcp"
 MODERN = "2026-07-28"
@@ -439,13 +439,13 @@ def make_world(network: Network, other_network: Network) -> World:
     question: ids for the fuzzer to aim at."""
     _, raw = token_create(network=network, role="member", name="fuzz")
     actor = token_authenticate(raw=raw)
-    session_report(actor=actor, resume_id="r-coder", alias="coder", status="idle", server="s1", skills=["python"])
-    task_id = task_send(actor=actor, alias="coder", task="fix the bug", from_session="lead")["task_id"]
-    message_id = message_send(actor=actor, alias="coder", message="hello", from_session="lead")["message_id"]
-    open_task_id = task_send(
+    report_status(actor=actor, resume_id="r-coder", alias="coder", status="idle", server="s1", skills=["python"])
+    task_id = send_task(actor=actor, alias="coder", task="fix the bug", from_session="lead")["task_id"]
+    message_id = send_message(actor=actor, alias="coder", message="hello", from_session="lead")["message_id"]
+    open_task_id = send_task(
         actor=actor, alias="pool", task="port the parser", from_session="lead", required_skills=["python"]
     )["task_id"]
-    question_id = question_ask(actor=actor, task_id=task_id, question="which parser?")["question_id"]
+    question_id = ask_operator(actor=actor, task_id=task_id, question="which parser?")["question_id"]
     known: dict[str, list[Any]] = {
         "alias": ["coder", "lead", "pool"],
         "new_alias": ["reviewer", "coder"],

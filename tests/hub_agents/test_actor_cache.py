@@ -32,7 +32,7 @@ from hub_agents.services import (
 )
 from hub_tasks.models import Task
 from tests.helpers import refused
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 
 
 @dataclass
@@ -174,7 +174,7 @@ def test_the_networks_default_lease_is_remembered_until_the_network_changes(worl
     actor = token_authenticate(raw=world.network_raw)
 
     def lease_of_a_send() -> int | None:
-        sent = task_send(actor=actor, alias="coder", task="lint")
+        sent = send_task(actor=actor, alias="coder", task="lint")
         return Task.objects.get(pk=sent["task_id"]).lease_seconds
 
     with freeze_time("2026-04-12T10:00:00Z"):

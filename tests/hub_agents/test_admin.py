@@ -30,13 +30,13 @@ from hub_tools.models import ApprovalRule
 from hub_webhooks.models import Delivery
 from hub_webhooks.services import webhook_create
 from tests.helpers.calls import (
-    approval_decide,
-    broadcast_send,
-    completion_report,
-    node_report,
-    session_report,
-    task_cancel,
-    task_send,
+    broadcast,
+    cancel_task,
+    decide_approval,
+    report_completion,
+    report_node,
+    report_status,
+    send_task,
 )
 
 MCP_VERSION = "2025-11-25"
@@ -457,8 +457,8 @@ def busy(network) -> Callable[[bool], Network]:
         carol = user_get_or_create(username="carol")
         membership_set(user=carol, network=network, role="admin", by="user:boss")
         sender = actor_for_user(carol)  # a signed-in user, no token
-        task_cancel(actor=sender, task_id=task_send(actor=sender, alias="coder", task="one")["task_id"])
-        task_send(actor=sender, alias="coder", task="two")
+        cancel_task(actor=sender, task_id=send_task(actor=sender, alias="coder", task="one")["task_id"])
+        send_task(actor=sender, alias="coder", task="two")
         if with_token:
             token_create(network=network, name="ci")
         return network
@@ -522,7 +522,7 @@ def test_the_audit_admin_is_read_only(staff, network):
 
 
 def test_the_node_admin_shows_what_the_node_reported_read_only(staff, agent):
-    node_report(
+    report_node(
         actor=agent, node_id="box-1", host="box1.lan", os="Linux 6.8", agent_version="0.9.0", slots_total=8,
         slots_used=3, runtimes=[{"name": "codex", "version": "0.58.0"}],
         agents=[{"alias": "builder", "runtime": "codex", "concurrency": 3, "running": 3}],
@@ -549,17 +549,17 @@ def test_the_node_admin_shows_what_the_node_reported_read_only(staff, agent):
 def everything(network, agent, online, boss, make_actor) -> None:
     """A row in every registered model, so each changelist has something to render."""
     online("coder", node_id="node-1", node_name="box", model="m", agent="agent-node:sdk")
-    sent = task_send(actor=agent, alias="coder", task="parent")["task_id"]
-    task_send(actor=agent, alias="coder", task="child", parent_task_id=sent)
-    completion_report(actor=agent, alias="coder", task=sent, result="done", artifacts=["a.txt"])
+    sent = send_task(actor=agent, alias="coder", task="parent")["task_id"]
+    send_task(actor=agent, alias="coder", task="child", parent_task_id=sent)
+    report_completion(actor=agent, alias="coder", task=sent, result="done", artifacts=["a.txt"])
     membership_set(user=boss, network=network, role="owner")
     token_create(user=boss, name="mine")
-    session_report(actor=agent, alias="helper", resume_id="r-helper", status="blocked")
+    report_status(actor=agent, alias="helper", resume_id="r-helper", status="blocked")
     Group.objects.create(name="operators")
     # A rule, the call it held and a vote on it.
     ApprovalRule.objects.create(network=network, name="hold broadcasts", tool="broadcast")
-    held = broadcast_send(actor=agent, message="everyone")["approval_id"]
-    approval_decide(actor=make_actor(network, "owner"), approval_id=held, decision="reject")
+    held = broadcast(actor=agent, message="everyone")["approval_id"]
+    decide_approval(actor=make_actor(network, "owner"), approval_id=held, decision="reject")
     # A webhook (an address literal: nothing is resolved or sent) and one of its deliveries.
     hook, _ = webhook_create(
         actor=make_actor(network, "owner"), network_id=network.id, url="https://93.184.215.14/hook", event_types=[]

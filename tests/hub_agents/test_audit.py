@@ -32,7 +32,7 @@ from hub_agents.services import (
 )
 from hub_core.errors import HubError
 from hub_tasks.models import InboxMessage, Task
-from tests.helpers.calls import broadcast_send, reply_send, session_report, task_cancel, task_send
+from tests.helpers.calls import broadcast, cancel_task, report_status, send_reply, send_task
 
 MCP_VERSION = "2025-11-25"
 # /mcp runs its database work on a pool thread with a connection of its own: data must be committed.
@@ -123,7 +123,7 @@ def sent(agent: Actor) -> Callable[..., str]:
     """sent(alias="coder") -> the id of a fresh task delivered to the alias."""
 
     def send(alias: str = "coder", task: str = "fix the bug") -> str:
-        return task_send(actor=agent, alias=alias, task=task, from_session="lead")["task_id"]
+        return send_task(actor=agent, alias=alias, task=task, from_session="lead")["task_id"]
 
     return send
 
@@ -166,7 +166,7 @@ def make_caller(kind: str, network: Network) -> Caller:
 @pytest.mark.parametrize(("surface", "kind"), SURFACES)
 def test_retry_is_audited_with_the_callers_label(client, network, agent, sent, surface, kind):
     task_id = sent()
-    task_cancel(actor=agent, task_id=task_id)
+    cancel_task(actor=agent, task_id=task_id)
     caller = make_caller(kind, network)
 
     call_tool(client, surface, caller, "retry_task", {"task_id": task_id})
@@ -251,7 +251,7 @@ def test_a_broadcast_row_keeps_only_the_first_200_characters(client, network, tw
 
 def test_a_tool_call_in_another_network_lands_in_that_networks_log(client, network, other_network, make_actor):
     foreign = make_actor(other_network, "member")
-    task_id = task_send(actor=foreign, alias="coder", task="elsewhere")["task_id"]
+    task_id = send_task(actor=foreign, alias="coder", task="elsewhere")["task_id"]
 
     call_tool(client, "rest", ntok_caller(other_network), "cancel_task", {"task_id": task_id})
 
@@ -273,7 +273,7 @@ def test_a_tool_call_in_another_network_lands_in_that_networks_log(client, netwo
 def test_dashboard_task_actions_are_audited_as_the_user(browser, network, agent, sent, action, form, expected_detail):
     task_id = sent()
     if action == "retry":
-        task_cancel(actor=agent, task_id=task_id)
+        cancel_task(actor=agent, task_id=task_id)
     operator = browser("admin")
 
     reply = operator.post(f"/tasks/{task_id}/{action}/", form)
@@ -441,8 +441,8 @@ def rest(client: Client, caller: Caller, path: str, body: dict[str, Any] | None 
 def test_refused_task_actions_leave_no_audit_row(client, network, other_network, agent, sent, online):
     online("coder")
     replied, delivered, cancelled = sent(), sent(), sent()
-    reply_send(actor=agent, alias="lead", text="done", in_reply_to=replied)
-    task_cancel(actor=agent, task_id=cancelled)
+    send_reply(actor=agent, alias="lead", text="done", in_reply_to=replied)
+    cancel_task(actor=agent, task_id=cancelled)
     member, viewer, outsider = ntok_caller(network), ntok_caller(network, role="viewer"), ntok_caller(other_network)
     before = audit_dump()
 
@@ -502,8 +502,8 @@ ROLLED_BACK: dict[str, Callable[[dict[str, Any]], Any]] = {
     "membership_remove": lambda s: membership_remove(user=s["carol"], network=s["network"], by="user:boss"),
     "token_create": lambda s: token_create(network=s["network"], name="new"),
     "token_revoke": lambda s: token_revoke(token=s["token"]),
-    "task_cancel": lambda s: task_cancel(actor=s["agent"], task_id=s["task"]),
-    "broadcast_send": lambda s: broadcast_send(actor=s["agent"], message="hello"),
+    "task_cancel": lambda s: cancel_task(actor=s["agent"], task_id=s["task"]),
+    "broadcast_send": lambda s: broadcast(actor=s["agent"], message="hello"),
 }
 
 
@@ -572,7 +572,7 @@ def test_a_networks_audit_rows_survive_its_deletion(network, agent, sent, online
     membership_set(user=carol, network=network, role="admin", by="user:boss")
     token_create(network=network, name="ci", by="user:boss")
     online("coder")
-    task_cancel(actor=agent, task_id=sent())
+    cancel_task(actor=agent, task_id=sent())
     sent()
     before = entries(network)
 
@@ -672,7 +672,7 @@ def test_the_audit_page_needs_a_login(db):
 
 def test_the_audit_page_shows_newest_first_with_details(browser, network, agent, sent):
     task_id = sent()
-    task_cancel(actor=agent, task_id=task_id, reason="superseded")
+    cancel_task(actor=agent, task_id=task_id, reason="superseded")
 
     body = browser("owner").get("/audit/").content.decode()
 
@@ -685,8 +685,8 @@ def test_token_label_authenticates_to_what_the_audit_row_names(network):
     """The actor label of a network token in a row is the one the token authenticates as."""
     _, raw = token_create(network=network, name="ci", by="user:boss")
     actor = token_authenticate(raw=raw)
-    session_report(actor=actor, alias="coder", resume_id="r1", status="idle")
+    report_status(actor=actor, alias="coder", resume_id="r1", status="idle")
 
-    broadcast_send(actor=actor, message="hello")
+    broadcast(actor=actor, message="hello")
 
     assert the_entry(network, "broadcast.sent")["actor"] == f"{raw[:12]} (ci)" == actor.label

@@ -20,10 +20,10 @@ from hub_tasks.models import Task
 from tests.helpers.calls import (
     channel_create,
     channel_read,
-    completion_report,
-    inbox_list,
-    session_report,
-    task_send,
+    get_inbox,
+    report_completion,
+    report_status,
+    send_task,
 )
 
 
@@ -60,9 +60,9 @@ def test_a_pattern_binds_what_its_stars_cover_and_nothing_else(network, pattern,
     token = bound(network, pattern)
 
     if matches:
-        assert session_report(actor=token, resume_id="r", alias=alias, status="idle")["alias"] == alias
+        assert report_status(actor=token, resume_id="r", alias=alias, status="idle")["alias"] == alias
     else:
-        assert refused(session_report, actor=token, resume_id="r", alias=alias, status="idle").code == "alias_not_yours"
+        assert refused(report_status, actor=token, resume_id="r", alias=alias, status="idle").code == "alias_not_yours"
 
 
 @pytest.mark.django_db
@@ -84,26 +84,26 @@ def test_a_token_bound_to_one_alias_sends_as_it_and_one_bound_to_several_must_sa
     network_policy_set(network=network, policy=policy, by="test")
     one, several = bound(network, "a-coder"), bound(network, "a-coder", "build-*", name="node")
 
-    sent = task_send(actor=one, alias="helper", task="t1")
+    sent = send_task(actor=one, alias="helper", task="t1")
     assert Task.objects.get(pk=sent["task_id"]).from_name == "a-coder"
-    problem = refused(task_send, actor=several, alias="helper", task="t2")
+    problem = refused(send_task, actor=several, alias="helper", task="t2")
     assert (problem.code, problem.extra["field"]) == ("invalid_argument", "from_session")
-    sent = task_send(actor=several, alias="helper", task="t3", from_session="build-7")
+    sent = send_task(actor=several, alias="helper", task="t3", from_session="build-7")
     assert Task.objects.get(pk=sent["task_id"]).from_name == "build-7"
-    assert refused(task_send, actor=one, alias="helper", task="t4", from_session="hub").code == "alias_not_yours"
+    assert refused(send_task, actor=one, alias="helper", task="t4", from_session="hub").code == "alias_not_yours"
 
 
 @pytest.mark.django_db
 def test_an_unbound_token_in_a_strict_network_acts_as_itself_and_never_as_an_alias(network, agent) -> None:
-    sent = task_send(actor=agent, alias="helper", task="open network", from_session="a-coder")
+    sent = send_task(actor=agent, alias="helper", task="open network", from_session="a-coder")
     assert Task.objects.get(pk=sent["task_id"]).from_name == "a-coder"  # open: as the contract has it
     strict(network)
 
-    sent = task_send(actor=agent, alias="helper", task="strict network")
+    sent = send_task(actor=agent, alias="helper", task="strict network")
     assert Task.objects.get(pk=sent["task_id"]).from_name == "token:member-token"
-    assert task_send(actor=agent, alias="helper", task="named", from_session="token:member-token")["ok"]
-    assert refused(task_send, actor=agent, alias="helper", task="x", from_session="a-coder").code == "alias_not_yours"
-    assert refused(session_report, actor=agent, resume_id="r", alias="a-coder", status="idle").code == "alias_not_yours"
+    assert send_task(actor=agent, alias="helper", task="named", from_session="token:member-token")["ok"]
+    assert refused(send_task, actor=agent, alias="helper", task="x", from_session="a-coder").code == "alias_not_yours"
+    assert refused(report_status, actor=agent, resume_id="r", alias="a-coder", status="idle").code == "alias_not_yours"
 
 
 @pytest.mark.django_db
@@ -114,7 +114,7 @@ def test_owners_moderate_channels_in_a_strict_network_but_never_act_as_an_agent(
     strict(network)
 
     assert channel_read(actor=owner, channel_id=room, alias="a-coder")["channel_id"] == room
-    assert refused(inbox_list, actor=owner, alias="a-coder").code == "alias_not_yours"
+    assert refused(get_inbox, actor=owner, alias="a-coder").code == "alias_not_yours"
     # A bound token that leaves its alias out reads as itself.
     assert channel_read(actor=coder, channel_id=room)["channel_id"] == room
 
@@ -123,29 +123,29 @@ def test_owners_moderate_channels_in_a_strict_network_but_never_act_as_an_agent(
 def test_a_user_in_an_open_and_a_strict_network_reads_an_inbox_only_where_it_may_be_the_agent(network) -> None:
     other = strict(network_create(name="beta")[0])
     for net in (network, other):
-        session_report(
+        report_status(
             actor=bound(net, "a-coder", name=f"agent-{net.name}"), resume_id="r", alias="a-coder", status="idle"
         )
-        task_send(actor=bound(net, "lead"), alias="a-coder", task=f"work in {net.name}")
+        send_task(actor=bound(net, "lead"), alias="a-coder", task=f"work in {net.name}")
     user = user_get_or_create(username="ada")
     membership_set(user=user, network=network, role="member")
     membership_set(user=user, network=other, role="member")
     ada = token_authenticate(raw=token_create(user=user)[1])
 
-    rows = inbox_list(actor=ada, alias="a-coder")["messages"]
+    rows = get_inbox(actor=ada, alias="a-coder")["messages"]
 
     assert [row["network_id"] for row in rows] == [network.pk]
-    assert refused(inbox_list, actor=ada, alias="a-coder", network_id=other.pk).code == "alias_not_yours"
+    assert refused(get_inbox, actor=ada, alias="a-coder", network_id=other.pk).code == "alias_not_yours"
 
 
 @pytest.mark.django_db
 def test_a_policy_change_is_audited_once_and_reaches_the_next_call(network, agent) -> None:
-    assert session_report(actor=agent, resume_id="r", alias="a-coder", status="idle")["ok"]
+    assert report_status(actor=agent, resume_id="r", alias="a-coder", status="idle")["ok"]
 
     assert network_policy_set(network=network, policy="strict", by="user:ada") is True
     assert network_policy_set(network=network, policy="strict", by="user:ada") is False
 
-    assert refused(session_report, actor=agent, resume_id="r", alias="a-coder", status="idle").code == "alias_not_yours"
+    assert refused(report_status, actor=agent, resume_id="r", alias="a-coder", status="idle").code == "alias_not_yours"
     (entry,) = AuditEntry.objects.filter(action=AuditEntry.Action.NETWORK_POLICY_CHANGED)
     assert (entry.actor, entry.detail) == ("user:ada", {"before": "open", "after": "strict"})
 
@@ -154,21 +154,21 @@ def test_a_policy_change_is_audited_once_and_reaches_the_next_call(network, agen
 @pytest.mark.parametrize("policy", ["open", "strict"])
 def test_a_bound_token_closes_only_the_tasks_of_its_own_aliases(network, agent, policy) -> None:
     victim, mallory = bound(network, "a-victim", name="victim"), bound(network, "a-mallory", name="mallory")
-    task_id = task_send(actor=agent, alias="a-victim", task="the victim's work", from_session="token:member-token")[
+    task_id = send_task(actor=agent, alias="a-victim", task="the victim's work", from_session="token:member-token")[
         "task_id"
     ]
     network_policy_set(network=network, policy=policy, by="test")
 
-    forged = refused(completion_report, actor=mallory, alias="a-mallory", task=task_id, result="forged")
+    forged = refused(report_completion, actor=mallory, alias="a-mallory", task=task_id, result="forged")
 
     assert forged.code == "alias_not_yours"
     assert Task.objects.get(pk=task_id).status == "delivered"
-    assert completion_report(actor=victim, alias="a-victim", task=task_id, result="done")["task_id"] == task_id
+    assert report_completion(actor=victim, alias="a-victim", task=task_id, result="done")["task_id"] == task_id
     assert Task.objects.get(pk=task_id).status == "replied"
 
 
 @pytest.mark.django_db
 def test_an_unbound_token_in_an_open_network_closes_any_task_by_id_as_the_contract_has_it(network, agent) -> None:
-    task_id = task_send(actor=agent, alias="a-victim", task="work")["task_id"]
+    task_id = send_task(actor=agent, alias="a-victim", task="work")["task_id"]
 
-    assert completion_report(actor=agent, alias="someone-else", task=task_id, result="done")["task_id"] == task_id
+    assert report_completion(actor=agent, alias="someone-else", task=task_id, result="done")["task_id"] == task_id

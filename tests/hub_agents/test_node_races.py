@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from hub_agents.models import AgentSession, Node
-from tests.helpers.calls import node_report, session_report
+from tests.helpers.calls import report_node, report_status
 from tests.helpers.races import race
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.race]
@@ -22,15 +22,15 @@ HOSTED = [{"alias": alias, "runtime": "command", "concurrency": 1, "running": 1}
 @pytest.mark.parametrize("round_", range(3))
 def test_a_node_report_and_its_agents_heartbeats_never_deadlock(agent, round_):
     for alias in ALIASES:
-        session_report(actor=agent, resume_id=f"r-{alias}", alias=alias, status="idle", node_id="elsewhere")
+        report_status(actor=agent, resume_id=f"r-{alias}", alias=alias, status="idle", node_id="elsewhere")
 
     def heartbeat(alias: str):
-        return lambda: session_report(
+        return lambda: report_status(
             actor=agent, resume_id=f"r-{alias}", alias=alias, status="working", node_id="box", node_name="box"
         )
 
     def report(agents: list[dict]):
-        return lambda: node_report(actor=agent, node_id="box", agents=agents, slots_total=8, slots_used=8)
+        return lambda: report_node(actor=agent, node_id="box", agents=agents, slots_total=8, slots_used=8)
 
     outcomes = race(report(HOSTED), report(HOSTED[::-1]), *[heartbeat(alias) for alias in reversed(ALIASES)])
 

@@ -1,4 +1,4 @@
-"""report_node (node_report) and list_nodes (node_list): a machine's supervisor reports itself and the
+"""report_node and list_nodes: a machine's supervisor reports itself and the
 agents it hosts (issue 25 item 7), through the tool door as every transport calls it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hub_agents.models import AgentSession, Node
 from hub_core.events import EVENT_SCHEMA, EventType
 from tests.helpers import refused
-from tests.helpers.calls import node_list, node_report
+from tests.helpers.calls import list_nodes, report_node
 
 RUNTIMES = [{"name": "claude", "version": "2.1.3"}, {"name": "codex", "version": "0.58.0"}]
 AGENTS = [
@@ -35,7 +35,7 @@ def node_of(node_id: str = "box-1") -> Node:
 
 
 def test_a_report_stores_what_the_node_says_and_answers_its_id(agent, network):
-    assert node_report(actor=agent, **FULL) == {"ok": True, "node_id": "box-1"}
+    assert report_node(actor=agent, **FULL) == {"ok": True, "node_id": "box-1"}
 
     node = node_of()
     assert (node.network_id, node.node_name, node.host, node.os, node.agent_version) == (
@@ -47,10 +47,10 @@ def test_a_report_stores_what_the_node_says_and_answers_its_id(agent, network):
 
 
 def test_a_field_left_out_keeps_what_the_node_said_before(agent, clock):
-    node_report(actor=agent, **FULL)
+    report_node(actor=agent, **FULL)
     clock.tick(60)
 
-    node_report(actor=agent, node_id="box-1", slots_used=3)
+    report_node(actor=agent, node_id="box-1", slots_used=3)
 
     node = node_of()
     assert (node.slots_used, node.slots_total, node.host, node.agents) == (3, 3, "box1.lan", AGENTS)
@@ -61,7 +61,7 @@ def test_a_field_left_out_keeps_what_the_node_said_before(agent, clock):
 def test_a_node_its_agents_reported_first_is_the_same_row(agent, online):
     online("builder", node_id="box-1", node_name="from report_status", agent="agent-node:claude")
 
-    node_report(actor=agent, node_id="box-1", host="box1.lan")
+    report_node(actor=agent, node_id="box-1", host="box1.lan")
 
     node = node_of()
     assert (node.host, node.node_name, node.runtime) == ("box1.lan", "from report_status", "claude")
@@ -73,7 +73,7 @@ def test_the_sessions_of_the_aliases_it_hosts_run_on_it(agent, online):
     online("reviewer", node_id="old-box")
     online("elsewhere", node_id="other-box")
 
-    node_report(actor=agent, **FULL)
+    report_node(actor=agent, **FULL)
 
     nodes = dict(AgentSession.objects.values_list("alias", "node_id"))
     assert nodes == {"builder": "box-1", "reviewer": "box-1", "elsewhere": "other-box"}
@@ -81,21 +81,21 @@ def test_the_sessions_of_the_aliases_it_hosts_run_on_it(agent, online):
 
 def test_an_alias_it_no_longer_lists_keeps_its_last_node(agent, online):
     online("builder")
-    node_report(actor=agent, **FULL)
+    report_node(actor=agent, **FULL)
 
-    node_report(actor=agent, node_id="box-1", agents=[])
+    report_node(actor=agent, node_id="box-1", agents=[])
 
     assert AgentSession.objects.get(alias="builder").node_id == "box-1"
     assert node_of().agents == []
 
 
 def test_an_alias_that_never_reported_is_linked_by_its_first_heartbeat(agent, online, make_actor, network):
-    node_report(actor=agent, **FULL)  # builder has no session yet
+    report_node(actor=agent, **FULL)  # builder has no session yet
     assert not AgentSession.objects.exists()
 
     online("builder", node_id="box-1")
 
-    [row] = node_list(actor=make_actor(network, "viewer"))["nodes"]
+    [row] = list_nodes(actor=make_actor(network, "viewer"))["nodes"]
     assert AgentSession.objects.get(alias="builder").node_id == row["node_id"] == "box-1"
 
 
@@ -105,9 +105,9 @@ def test_the_event_says_which_aliases_moved_onto_the_node(
     online("builder")
     published.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        node_report(actor=agent, **FULL)
+        report_node(actor=agent, **FULL)
     with django_capture_on_commit_callbacks(execute=True):
-        node_report(actor=agent, node_id="box-1", slots_used=2)
+        report_node(actor=agent, node_id="box-1", slots_used=2)
 
     first, second = [event for event in published if event.type == EventType.NODE_UPDATED]
     assert set(first.payload) == EVENT_SCHEMA[EventType.NODE_UPDATED]
@@ -120,7 +120,7 @@ def test_the_event_says_which_aliases_moved_onto_the_node(
 
 def test_a_refused_report_publishes_and_writes_nothing(viewer, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        error = refused(node_report, actor=viewer, **FULL)
+        error = refused(report_node, actor=viewer, **FULL)
 
     assert error.code == "permission_denied"
     assert not Node.objects.exists() and list(published) == []
@@ -129,7 +129,7 @@ def test_a_refused_report_publishes_and_writes_nothing(viewer, published, django
 def test_a_user_token_may_not_speak_for_a_node(make_actor, network):
     person = make_actor(user="bob", memberships={network: "member"})
 
-    error = refused(node_report, actor=person, node_id="box-1", network_id=network.pk)
+    error = refused(report_node, actor=person, node_id="box-1", network_id=network.pk)
 
     assert error.code == "network_token_required" and "network token" in error.message
     assert not Node.objects.exists()
@@ -160,7 +160,7 @@ def test_a_user_token_may_not_speak_for_a_node(make_actor, network):
     ],
 )
 def test_bad_input_is_refused_naming_the_field(agent, arguments, field):
-    error = refused(node_report, actor=agent, **{"node_id": "box-1", **arguments})
+    error = refused(report_node, actor=agent, **{"node_id": "box-1", **arguments})
 
     assert (error.code, error.extra["field"]) == ("invalid_argument", field), error.message
     assert not Node.objects.exists()
@@ -170,20 +170,20 @@ def test_the_bounds_themselves_are_accepted(agent):
     runtimes = [{"name": f"r{n}", "version": "v" * 200} for n in range(20)]
     agents = [{"alias": f"a{n}", "runtime": "command", "concurrency": 100, "running": 100} for n in range(500)]
 
-    node_report(actor=agent, node_id="n" * 200, runtimes=runtimes, agents=agents, slots_total=50_000, slots_used=0)
+    report_node(actor=agent, node_id="n" * 200, runtimes=runtimes, agents=agents, slots_total=50_000, slots_used=0)
 
     node = node_of("n" * 200)
     assert (len(node.runtimes), len(node.agents), node.slots_total) == (20, 500, 50_000)
 
 
 def test_list_nodes_shows_how_full_each_node_is_and_whether_it_is_still_there(agent, network, clock, settings):
-    node_report(actor=agent, **FULL)
-    node_report(actor=agent, node_id="a-box", host="a.lan")
+    report_node(actor=agent, **FULL)
+    report_node(actor=agent, node_id="a-box", host="a.lan")
     clock.tick(settings.COMMHUB_OFFLINE_AFTER_SECONDS - 1)
-    node_report(actor=agent, node_id="a-box", slots_total=4, slots_used=4)
+    report_node(actor=agent, node_id="a-box", slots_total=4, slots_used=4)
     clock.tick(2)
 
-    first, second = node_list(actor=agent)["nodes"]  # by name: "a-box" (no name: its id), "build box 1"
+    first, second = list_nodes(actor=agent)["nodes"]  # by name: "a-box" (no name: its id), "build box 1"
 
     assert (first["node_id"], first["online"], first["slots_free"], first["agent_count"]) == ("a-box", True, 0, 0)
     assert (second["node_id"], second["online"]) == ("box-1", False)  # silent past the offline threshold
@@ -195,8 +195,8 @@ def test_list_nodes_shows_how_full_each_node_is_and_whether_it_is_still_there(ag
 
 
 def test_list_nodes_shows_only_the_callers_networks(agent, outsider, other_network):
-    node_report(actor=agent, **FULL)
-    node_report(actor=outsider, node_id="theirs")
+    report_node(actor=agent, **FULL)
+    report_node(actor=outsider, node_id="theirs")
 
-    assert [row["node_id"] for row in node_list(actor=agent)["nodes"]] == ["box-1"]
-    assert refused(node_list, actor=agent, network_id=other_network.pk).code == "permission_denied"
+    assert [row["node_id"] for row in list_nodes(actor=agent)["nodes"]] == ["box-1"]
+    assert refused(list_nodes, actor=agent, network_id=other_network.pk).code == "permission_denied"

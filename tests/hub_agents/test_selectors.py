@@ -10,16 +10,16 @@ from freezegun import freeze_time
 
 from tests.helpers import refused
 from tests.helpers.calls import (
-    completion_list,
-    completion_report,
-    inbox_ack,
-    message_send,
-    reply_send,
-    session_get,
-    session_list,
-    task_get,
-    task_list,
-    task_send,
+    ack_inbox,
+    get_all_status,
+    get_completions,
+    get_session_status,
+    get_task,
+    list_tasks,
+    report_completion,
+    send_message,
+    send_reply,
+    send_task,
 )
 
 START = "2026-04-12T10:00:00Z"
@@ -49,7 +49,7 @@ def summary(result: dict) -> dict[str, int]:
 
 def test_session_rows_carry_every_session_column_including_model(agent, online, network):
     online("coder", status="working", model="your-model-id", server="srv-1", agent="agent-node:codex-sdk")
-    [row] = session_list(actor=agent)["sessions"]
+    [row] = get_all_status(actor=agent)["sessions"]
     assert SESSION_KEYS <= set(row)
     assert (row["model"], row["server"], row["network_id"]) == ("your-model-id", "srv-1", network.id)
     assert row["last_seen_at"].endswith("Z")
@@ -57,7 +57,7 @@ def test_session_rows_carry_every_session_column_including_model(agent, online, 
 
 def test_model_is_null_when_never_sent(agent, online):
     online("coder")
-    assert session_list(actor=agent)["sessions"][0]["model"] is None
+    assert get_all_status(actor=agent)["sessions"][0]["model"] is None
 
 
 def test_stale_session_reads_offline_until_it_reports_again(agent, online):
@@ -66,15 +66,15 @@ def test_stale_session_reads_offline_until_it_reports_again(agent, online):
         online("tester", status="idle")
         frozen.tick(settings.COMMHUB_OFFLINE_AFTER_SECONDS)
         online("tester", status="idle")
-        assert statuses(session_list(actor=agent)) == {"coder": "working", "tester": "idle"}
+        assert statuses(get_all_status(actor=agent)) == {"coder": "working", "tester": "idle"}
         frozen.tick(1)
-        assert statuses(session_list(actor=agent)) == {"coder": "offline", "tester": "idle"}
-        assert session_get(actor=agent, alias="coder")["session"]["status"] == "offline"
-        assert task_send(actor=agent, alias="coder", task="anyone there?")["session_status"] == "offline"
+        assert statuses(get_all_status(actor=agent)) == {"coder": "offline", "tester": "idle"}
+        assert get_session_status(actor=agent, alias="coder")["session"]["status"] == "offline"
+        assert send_task(actor=agent, alias="coder", task="anyone there?")["session_status"] == "offline"
         online("coder", status="working")
-        assert statuses(session_list(actor=agent))["coder"] == "working"
-        assert session_get(actor=agent, alias="coder")["session"]["status"] == "working"
-        assert task_send(actor=agent, alias="coder", task="welcome back")["session_status"] == "working"
+        assert statuses(get_all_status(actor=agent))["coder"] == "working"
+        assert get_session_status(actor=agent, alias="coder")["session"]["status"] == "working"
+        assert send_task(actor=agent, alias="coder", task="welcome back")["session_status"] == "working"
 
 
 def test_offline_after_setting_is_600_seconds():
@@ -104,17 +104,17 @@ def fleet(online):
     ],
 )
 def test_filters_select_sessions(agent, fleet, filters, aliases):
-    assert set(statuses(session_list(actor=agent, **filters))) == aliases
+    assert set(statuses(get_all_status(actor=agent, **filters))) == aliases
 
 
 @pytest.mark.parametrize("filters", [{}, {"filter_status": "working"}, {"filter_server": "srv-2"}])
 def test_summary_counts_the_whole_scope_whatever_the_filters(agent, fleet, filters):
-    assert summary(session_list(actor=agent, **filters)) == {"idle": 2, "working": 1, "offline": 1}
+    assert summary(get_all_status(actor=agent, **filters)) == {"idle": 2, "working": 1, "offline": 1}
 
 
 @pytest.mark.parametrize("bad", ["busy", "IDLE", 1])
 def test_bad_filter_status_is_refused(agent, bad):
-    error = refused(session_list, actor=agent, filter_status=bad)
+    error = refused(get_all_status, actor=agent, filter_status=bad)
     assert (error.code, error.extra["field"]) == ("invalid_argument", "filter_status")
 
 
@@ -122,7 +122,7 @@ def test_bad_filter_status_is_refused(agent, bad):
 
 
 def test_unknown_alias_has_null_session_but_ok(agent):
-    assert session_get(actor=agent, alias="nobody") == {
+    assert get_session_status(actor=agent, alias="nobody") == {
         "ok": True,
         "session": None,
         "inbox_pending": 0,
@@ -131,14 +131,14 @@ def test_unknown_alias_has_null_session_but_ok(agent):
 
 
 def test_unknown_alias_still_counts_its_waiting_inbox(agent):
-    task_send(actor=agent, alias="newcomer", task="say hello")
-    result = session_get(actor=agent, alias="newcomer")
+    send_task(actor=agent, alias="newcomer", task="say hello")
+    result = get_session_status(actor=agent, alias="newcomer")
     assert (result["session"], result["inbox_pending"]) == (None, 1)
 
 
 def test_session_status_shows_the_session_row(agent, online, network):
     online("coder", status="blocked", task="waiting on review", model="your-model-id")
-    row = session_get(actor=agent, alias="coder")["session"]
+    row = get_session_status(actor=agent, alias="coder")["session"]
     assert SESSION_KEYS <= set(row)
     assert (row["alias"], row["status"], row["task"], row["model"], row["network_id"]) == (
         "coder",
@@ -151,24 +151,24 @@ def test_session_status_shows_the_session_row(agent, online, network):
 
 def test_inbox_pending_counts_unacked_messages_of_the_alias(agent, online):
     online("coder")
-    first = task_send(actor=agent, alias="coder", task="one")
-    task_send(actor=agent, alias="coder", task="two")
-    message_send(actor=agent, alias="coder", message="three")
-    message_send(actor=agent, alias="tester", message="not coder's")
-    inbox_ack(actor=agent, alias="coder", message_id=first["message_id"])
-    assert session_get(actor=agent, alias="coder")["inbox_pending"] == 2
+    first = send_task(actor=agent, alias="coder", task="one")
+    send_task(actor=agent, alias="coder", task="two")
+    send_message(actor=agent, alias="coder", message="three")
+    send_message(actor=agent, alias="tester", message="not coder's")
+    ack_inbox(actor=agent, alias="coder", message_id=first["message_id"])
+    assert get_session_status(actor=agent, alias="coder")["inbox_pending"] == 2
 
 
 def test_recent_completions_are_the_five_newest_with_nine_columns(agent, online, network):
     online("coder")
     with freeze_time(START) as frozen:
         for n in range(7):
-            completion_report(
+            report_completion(
                 actor=agent, alias="coder", task=f"job {n}", result=f"done {n}", artifacts=["/tmp/sort.py"], score=8
             )
             frozen.tick(60)
-    completion_report(actor=agent, alias="tester", task="not coder's", result="done")
-    recent = session_get(actor=agent, alias="coder")["recent_completions"]
+    report_completion(actor=agent, alias="tester", task="not coder's", result="done")
+    recent = get_session_status(actor=agent, alias="coder")["recent_completions"]
     assert [row["task"] for row in recent] == ["job 6", "job 5", "job 4", "job 3", "job 2"]
     assert all(list(row) == COMPLETION_KEYS for row in recent)
     assert recent[0]["artifacts"] == '["/tmp/sort.py"]'
@@ -184,20 +184,20 @@ def tasks(agent):
     sent = {}
     with freeze_time(START) as frozen:
         for name, alias, sender in [("a", "coder", "lead"), ("b", "coder", "hub"), ("c", "tester", "lead")]:
-            sent[name] = task_send(actor=agent, alias=alias, task=f"task {name}", from_session=sender)["task_id"]
+            sent[name] = send_task(actor=agent, alias=alias, task=f"task {name}", from_session=sender)["task_id"]
             frozen.tick(60)
-        reply_send(actor=agent, alias="lead", text="answer a", in_reply_to=sent["a"])
-        sent["d"] = task_send(actor=agent, alias="coder", task="task d", priority="high")["task_id"]
+        send_reply(actor=agent, alias="lead", text="answer a", in_reply_to=sent["a"])
+        sent["d"] = send_task(actor=agent, alias="coder", task="task d", priority="high")["task_id"]
         yield sent
 
 
 def test_task_rows_have_exactly_the_nine_list_columns(agent, tasks):
-    rows = task_list(actor=agent)["tasks"]
+    rows = list_tasks(actor=agent)["tasks"]
     assert rows and all(list(row) == TASK_LIST_KEYS for row in rows)
 
 
 def test_task_rows_carry_their_values(agent, tasks):
-    row = next(row for row in task_list(actor=agent)["tasks"] if row["task_id"] == tasks["a"])
+    row = next(row for row in list_tasks(actor=agent)["tasks"] if row["task_id"] == tasks["a"])
     assert row | {"created_at": None, "completed_at": None} == {
         "task_id": tasks["a"],
         "from_name": "lead",
@@ -214,7 +214,7 @@ def test_task_rows_carry_their_values(agent, tasks):
 
 
 def test_tasks_are_listed_newest_first(agent, tasks):
-    assert [row["task_id"] for row in task_list(actor=agent)["tasks"]] == [
+    assert [row["task_id"] for row in list_tasks(actor=agent)["tasks"]] == [
         tasks["d"],
         tasks["c"],
         tasks["b"],
@@ -234,14 +234,14 @@ def test_tasks_are_listed_newest_first(agent, tasks):
     ],
 )
 def test_task_filters(agent, tasks, filters, names):
-    result = task_list(actor=agent, **filters)
+    result = list_tasks(actor=agent, **filters)
     assert [row["task_id"] for row in result["tasks"]] == [tasks[name] for name in names]
     assert result["count"] == len(names)
 
 
 @pytest.mark.parametrize("filters", [{}, {"alias": "tester"}, {"status": "replied"}, {"limit": 1}])
 def test_stats_count_the_whole_scope_whatever_the_filters(agent, tasks, filters):
-    stats = task_list(actor=agent, **filters)["stats"]
+    stats = list_tasks(actor=agent, **filters)["stats"]
     assert {row["status"]: row["count"] for row in stats} == {"delivered": 3, "replied": 1}
     assert all(set(row) == {"status", "count"} for row in stats)
 
@@ -249,23 +249,23 @@ def test_stats_count_the_whole_scope_whatever_the_filters(agent, tasks, filters)
 def test_limit_defaults_to_20_and_allows_100(agent):
     with freeze_time(START) as frozen:
         for n in range(21):
-            task_send(actor=agent, alias="coder", task=f"task {n}")
+            send_task(actor=agent, alias="coder", task=f"task {n}")
             frozen.tick(1)
-        default = task_list(actor=agent)
+        default = list_tasks(actor=agent)
         assert (len(default["tasks"]), default["count"]) == (20, 20)
         assert default["tasks"][0]["content"] == "task 20"
-        assert task_list(actor=agent, limit=100)["count"] == 21
-        assert task_list(actor=agent, limit=3)["count"] == 3
+        assert list_tasks(actor=agent, limit=100)["count"] == 21
+        assert list_tasks(actor=agent, limit=3)["count"] == 3
 
 
 @pytest.mark.parametrize("limit", [0, 101, -1, "ten", 2.5, True])
 def test_bad_task_limit_is_refused(agent, limit):
-    error = refused(task_list, actor=agent, limit=limit)
+    error = refused(list_tasks, actor=agent, limit=limit)
     assert error.extra["field"] == "limit"
 
 
 def test_bad_task_status_filter_is_refused(agent):
-    assert refused(task_list, actor=agent, status="done").extra["field"] == "status"
+    assert refused(list_tasks, actor=agent, status="done").extra["field"] == "status"
 
 
 # --- get_task -------------------------------------------------------------------------------------
@@ -273,9 +273,9 @@ def test_bad_task_status_filter_is_refused(agent):
 
 def test_get_task_returns_the_whole_row_and_its_events(agent, network):
     with freeze_time(START):
-        parent = task_send(actor=agent, alias="lead", task="ship v2")["task_id"]
-        child = task_send(actor=agent, alias="coder", task="write quicksort", parent_task_id=parent, ttl_seconds=7200)
-        result = task_get(actor=agent, task_id=child["task_id"])
+        parent = send_task(actor=agent, alias="lead", task="ship v2")["task_id"]
+        child = send_task(actor=agent, alias="coder", task="write quicksort", parent_task_id=parent, ttl_seconds=7200)
+        result = get_task(actor=agent, task_id=child["task_id"])
     task = result["task"]
     assert result["ok"] is True
     assert set(TASK_LIST_KEYS) <= set(task)
@@ -289,7 +289,7 @@ def test_get_task_returns_the_whole_row_and_its_events(agent, network):
 
 
 def test_get_task_of_unknown_id_is_task_not_found(agent):
-    error = refused(task_get, actor=agent, task_id="00000000-0000-0000-0000-000000000000")
+    error = refused(get_task, actor=agent, task_id="00000000-0000-0000-0000-000000000000")
     assert (error.code, error.error) == ("task_not_found", "task not found")
 
 
@@ -300,11 +300,11 @@ def test_get_task_of_unknown_id_is_task_not_found(agent):
 def history(agent):
     """Completions 30h, 2h and 1h before 2026-04-12T12:00Z (the frozen now)."""
     with freeze_time("2026-04-11T06:00:00Z") as frozen:
-        completion_report(actor=agent, alias="coder", task="old", result="done")
+        report_completion(actor=agent, alias="coder", task="old", result="done")
         frozen.move_to("2026-04-12T10:00:00Z")
-        completion_report(actor=agent, alias="tester", task="earlier", result="done", score=6)
+        report_completion(actor=agent, alias="tester", task="earlier", result="done", score=6)
         frozen.move_to("2026-04-12T11:00:00Z")
-        completion_report(
+        report_completion(
             actor=agent, alias="coder", task="write quicksort", result="quicksort", artifacts=["/tmp/sort.py"]
         )
         frozen.move_to("2026-04-12T12:00:00Z")
@@ -316,11 +316,11 @@ def tasks_of(result: dict) -> list[str]:
 
 
 def test_completions_default_to_the_last_24_hours_newest_first(agent, history):
-    assert tasks_of(completion_list(actor=agent)) == ["write quicksort", "earlier"]
+    assert tasks_of(get_completions(actor=agent)) == ["write quicksort", "earlier"]
 
 
 def test_completion_rows_have_nine_columns_and_artifacts_as_json_string(agent, history, network):
-    row = completion_list(actor=agent)["completions"][0]
+    row = get_completions(actor=agent)["completions"][0]
     assert list(row) == COMPLETION_KEYS
     assert row["artifacts"] == '["/tmp/sort.py"]'
     assert json.loads(row["artifacts"]) == ["/tmp/sort.py"]
@@ -340,31 +340,31 @@ def test_completion_rows_have_nine_columns_and_artifacts_as_json_string(agent, h
     ],
 )
 def test_since_is_honoured(agent, history, since, expected):
-    assert tasks_of(completion_list(actor=agent, since=since)) == expected
+    assert tasks_of(get_completions(actor=agent, since=since)) == expected
 
 
 @pytest.mark.parametrize("since", ["yesterday", "2026-13-45T00:00:00Z", "12/04/2026", 1712916000])
 def test_garbage_since_is_refused_naming_since(agent, since):
-    error = refused(completion_list, actor=agent, since=since)
+    error = refused(get_completions, actor=agent, since=since)
     assert (error.code, error.extra["field"]) == ("invalid_argument", "since")
     assert "since" in error.error
 
 
 def test_completions_filter_by_alias(agent, history):
-    assert tasks_of(completion_list(actor=agent, alias="tester")) == ["earlier"]
+    assert tasks_of(get_completions(actor=agent, alias="tester")) == ["earlier"]
 
 
 def test_completion_limit_defaults_to_50_and_allows_500(agent):
     with freeze_time(START) as frozen:
         for n in range(51):
-            completion_report(actor=agent, alias="coder", task=f"job {n}", result="done")
+            report_completion(actor=agent, alias="coder", task=f"job {n}", result="done")
             frozen.tick(1)
-        assert len(completion_list(actor=agent)["completions"]) == 50
-        assert completion_list(actor=agent)["completions"][0]["task"] == "job 50"
-        assert len(completion_list(actor=agent, limit=500)["completions"]) == 51
-        assert len(completion_list(actor=agent, limit=2)["completions"]) == 2
+        assert len(get_completions(actor=agent)["completions"]) == 50
+        assert get_completions(actor=agent)["completions"][0]["task"] == "job 50"
+        assert len(get_completions(actor=agent, limit=500)["completions"]) == 51
+        assert len(get_completions(actor=agent, limit=2)["completions"]) == 2
 
 
 @pytest.mark.parametrize("limit", [0, 501, "many"])
 def test_bad_completion_limit_is_refused(agent, limit):
-    assert refused(completion_list, actor=agent, limit=limit).extra["field"] == "limit"
+    assert refused(get_completions, actor=agent, limit=limit).extra["field"] == "limit"

@@ -1,4 +1,4 @@
-"""report_status (session_report): the agent's heartbeat and its side effects."""
+"""report_status: the agent's heartbeat and its side effects."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hub_core.errors import HubError
 from hub_core.events import EVENT_SCHEMA, EventType
 from hub_tasks.models import Task
 from tests.helpers import refused
-from tests.helpers.calls import inbox_ack, message_send, session_report, task_get, task_send
+from tests.helpers.calls import ack_inbox, get_task, report_status, send_message, send_task
 
 
 def session(alias: str) -> AgentSession:
@@ -23,7 +23,7 @@ def session(alias: str) -> AgentSession:
 
 
 def test_returns_ok_resume_id_alias_and_inbox_count(agent):
-    result = session_report(actor=agent, resume_id="sdk-n_a1b2c3d4", alias="代码1号", status="working")
+    result = report_status(actor=agent, resume_id="sdk-n_a1b2c3d4", alias="代码1号", status="working")
     assert result == {"ok": True, "resume_id": "sdk-n_a1b2c3d4", "alias": "代码1号", "inbox_count": 0}
 
 
@@ -73,7 +73,7 @@ def test_every_contract_status_is_accepted(online, status):
 
 @pytest.mark.parametrize("status", ["busy", "WORKING", "", None, 3])
 def test_bad_or_missing_status_is_refused_naming_status(agent, status):
-    error = refused(session_report, actor=agent, resume_id="r1", alias="coder", status=status)
+    error = refused(report_status, actor=agent, resume_id="r1", alias="coder", status=status)
     assert error.code == "invalid_argument"
     assert error.extra["field"] == "status"
     assert error.error.startswith("status:")
@@ -84,7 +84,7 @@ def test_bad_or_missing_status_is_refused_naming_status(agent, status):
 def test_required_identifiers_are_refused_when_missing_or_too_long(agent, field):
     fields = {"resume_id": "r1", "alias": "coder"}
     for bad in (None, "", "x" * 201):
-        error = refused(session_report, actor=agent, status="idle", **{**fields, field: bad})
+        error = refused(report_status, actor=agent, status="idle", **{**fields, field: bad})
         assert error.extra["field"] == field
     assert not AgentSession.objects.exists()
 
@@ -238,7 +238,7 @@ def test_without_node_id_no_node_is_written_and_node_name_is_not_stored(online):
 def test_working_with_task_id_starts_the_delivered_task(agent, online):
     with freeze_time("2026-04-12T10:00:00Z") as frozen:
         online("coder")
-        sent = task_send(actor=agent, alias="coder", task="write quicksort")
+        sent = send_task(actor=agent, alias="coder", task="write quicksort")
         frozen.tick(90)
         online("coder", status="working", task=sent["task_id"])
     task = Task.objects.get(pk=sent["task_id"])
@@ -248,19 +248,19 @@ def test_working_with_task_id_starts_the_delivered_task(agent, online):
 
 def test_working_with_task_id_starts_an_acked_task_and_logs_the_event(agent, online):
     online("coder")
-    sent = task_send(actor=agent, alias="coder", task="write quicksort")
-    inbox_ack(actor=agent, alias="coder", message_id=sent["message_id"])
+    sent = send_task(actor=agent, alias="coder", task="write quicksort")
+    ack_inbox(actor=agent, alias="coder", message_id=sent["message_id"])
     online("coder", status="working", task=sent["task_id"])
-    events = task_get(actor=agent, task_id=sent["task_id"])["events"]
+    events = get_task(actor=agent, task_id=sent["task_id"])["events"]
     assert [(e["from_status"], e["to_status"]) for e in events][-1] == ("acked", "running")
 
 
 def test_working_with_task_content_starts_the_latest_task_with_that_content(agent, online):
     with freeze_time("2026-04-12T10:00:00Z") as frozen:
         online("coder")
-        older = task_send(actor=agent, alias="coder", task="write quicksort", ttl_seconds=86_400)
+        older = send_task(actor=agent, alias="coder", task="write quicksort", ttl_seconds=86_400)
         frozen.tick(60)
-        newer = task_send(actor=agent, alias="coder", task="write quicksort", ttl_seconds=86_400)
+        newer = send_task(actor=agent, alias="coder", task="write quicksort", ttl_seconds=86_400)
         frozen.tick(60)
         online("coder", status="working", task="write quicksort")
     assert Task.objects.get(pk=newer["task_id"]).status == "running"
@@ -269,7 +269,7 @@ def test_working_with_task_content_starts_the_latest_task_with_that_content(agen
 
 def test_working_does_not_start_a_task_of_another_alias(agent, online):
     online("coder")
-    theirs = task_send(actor=agent, alias="tester", task="write quicksort")
+    theirs = send_task(actor=agent, alias="tester", task="write quicksort")
     online("coder", status="working", task=theirs["task_id"])
     online("coder", status="working", task="write quicksort")
     task = Task.objects.get(pk=theirs["task_id"])
@@ -277,7 +277,7 @@ def test_working_does_not_start_a_task_of_another_alias(agent, online):
 
 
 def test_working_does_not_start_a_task_in_another_network(online, make_actor, other_network):
-    beta_task = task_send(actor=make_actor(other_network, "member"), alias="coder", task="write quicksort")
+    beta_task = send_task(actor=make_actor(other_network, "member"), alias="coder", task="write quicksort")
     online("coder", status="working", task=beta_task["task_id"])
     online("coder", status="working", task="write quicksort")
     assert Task.objects.get(pk=beta_task["task_id"]).status == "delivered"
@@ -285,7 +285,7 @@ def test_working_does_not_start_a_task_in_another_network(online, make_actor, ot
 
 @pytest.mark.parametrize("status", ["idle", "blocked", "waiting_input"])
 def test_only_working_starts_a_task(agent, online, status):
-    sent = task_send(actor=agent, alias="coder", task="write quicksort")
+    sent = send_task(actor=agent, alias="coder", task="write quicksort")
     online("coder", status=status, task=sent["task_id"])
     assert Task.objects.get(pk=sent["task_id"]).status == "delivered"
 
@@ -295,14 +295,14 @@ def test_only_working_starts_a_task(agent, online, status):
 
 def test_user_token_is_refused_with_network_token_required(make_actor, network):
     actor = make_actor(user="alice", memberships={network: "member"})
-    error = refused(session_report, actor=actor, resume_id="r1", alias="coder", status="idle")
+    error = refused(report_status, actor=actor, resume_id="r1", alias="coder", status="idle")
     assert (error.code, error.error) == ("network_token_required", "network_token_required")
     assert error.as_result()["ok"] is False
     assert not AgentSession.objects.exists()
 
 
 def test_viewer_network_token_is_refused_with_permission_denied(viewer):
-    error = refused(session_report, actor=viewer, resume_id="r1", alias="coder", status="idle", node_id="n_1")
+    error = refused(report_status, actor=viewer, resume_id="r1", alias="coder", status="idle", node_id="n_1")
     assert error.error == "permission_denied"
     assert not AgentSession.objects.exists()
     assert not Node.objects.exists()
@@ -310,14 +310,14 @@ def test_viewer_network_token_is_refused_with_permission_denied(viewer):
 
 def test_network_token_cannot_report_into_another_network(agent, other_network):
     error = refused(
-        session_report, actor=agent, resume_id="r1", alias="coder", status="idle", network_id=other_network.id
+        report_status, actor=agent, resume_id="r1", alias="coder", status="idle", network_id=other_network.id
     )
     assert error.error == "permission_denied"
     assert not AgentSession.objects.exists()
 
 
 def test_network_token_may_name_its_own_network(agent, network):
-    session_report(actor=agent, resume_id="r1", alias="coder", status="idle", network_id=network.id)
+    report_status(actor=agent, resume_id="r1", alias="coder", status="idle", network_id=network.id)
     assert session("coder").network_id == network.id
 
 
@@ -346,10 +346,10 @@ def test_refused_report_publishes_nothing(online, published, django_capture_on_c
 
 
 def test_inbox_count_counts_pending_messages_only(agent, online, make_actor, other_network):
-    first = task_send(actor=agent, alias="coder", task="write quicksort")
-    message_send(actor=agent, alias="coder", message="standup at 10")
-    message_send(actor=agent, alias="coder", message="and lunch")
-    message_send(actor=agent, alias="tester", message="not for coder")
-    message_send(actor=make_actor(other_network, "member"), alias="coder", message="other network")
-    inbox_ack(actor=agent, alias="coder", message_id=first["message_id"])
+    first = send_task(actor=agent, alias="coder", task="write quicksort")
+    send_message(actor=agent, alias="coder", message="standup at 10")
+    send_message(actor=agent, alias="coder", message="and lunch")
+    send_message(actor=agent, alias="tester", message="not for coder")
+    send_message(actor=make_actor(other_network, "member"), alias="coder", message="other network")
+    ack_inbox(actor=agent, alias="coder", message_id=first["message_id"])
     assert online("coder")["inbox_count"] == 2

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import refused
-from tests.helpers.calls import session_list
+from tests.helpers.calls import get_all_status
 
 
 def walk(actor, **filters) -> list[str]:
     seen, cursor = [], None
     while True:
-        page = session_list(actor=actor, limit=3, cursor=cursor, **filters)
+        page = get_all_status(actor=actor, limit=3, cursor=cursor, **filters)
         seen += [row["alias"] for row in page["sessions"]]
         assert len(page["sessions"]) <= 3
         cursor = page["next_cursor"]
@@ -26,17 +26,17 @@ def test_pages_list_every_session_once_in_order(agent, online):
         online(alias)
 
     assert walk(agent) == aliases
-    whole = session_list(actor=agent)
+    whole = get_all_status(actor=agent)
     assert "next_cursor" not in whole and [row["alias"] for row in whole["sessions"]] == aliases
 
 
 def test_a_session_added_behind_the_cursor_is_not_repeated_and_one_ahead_is_seen(agent, online):
     for alias in ("b", "d", "f", "h"):
         online(alias)
-    first = session_list(actor=agent, limit=2)
+    first = get_all_status(actor=agent, limit=2)
     online("a")  # sorts before the cursor: not on a later page
     online("g")  # after it: on a later page
-    rest = session_list(actor=agent, cursor=first["next_cursor"])
+    rest = get_all_status(actor=agent, cursor=first["next_cursor"])
 
     assert [row["alias"] for row in first["sessions"]] == ["b", "d"]
     assert [row["alias"] for row in rest["sessions"]] == ["f", "g", "h"]
@@ -53,14 +53,14 @@ def test_filters_hold_across_pages(agent, online):
 
 @pytest.mark.parametrize("cursor", ["", "not-a-cursor", "a~b", "a~b~c", "a~b~1~2", "a b~c~1", "a~b~" + "9" * 19, 5])
 def test_a_cursor_that_is_not_one_is_refused_by_name(agent, cursor):
-    error = refused(session_list, actor=agent, cursor=cursor)
+    error = refused(get_all_status, actor=agent, cursor=cursor)
 
     assert (error.code, error.extra["field"]) == ("invalid_argument", "cursor")
 
 
 @pytest.mark.parametrize("limit", [0, 1001, "3"])
 def test_the_limit_is_checked(agent, limit):
-    assert refused(session_list, actor=agent, limit=limit).extra["field"] == "limit"
+    assert refused(get_all_status, actor=agent, limit=limit).extra["field"] == "limit"
 
 
 @pytest.mark.parametrize("cursor", ["~~0", "zzz~%zz~123", "net_%7E~a.b-c_~1"])
@@ -68,7 +68,7 @@ def test_any_cursor_the_schema_admits_is_a_position(agent, online, cursor):
     """Schemathesis's rule too: a request valid by the published schema is never refused."""
     online("coder")
 
-    assert session_list(actor=agent, limit=5, cursor=cursor)["ok"] is True
+    assert get_all_status(actor=agent, limit=5, cursor=cursor)["ok"] is True
 
 
 def test_aliases_with_the_separator_and_any_text_page_correctly(agent, online):
@@ -76,5 +76,5 @@ def test_aliases_with_the_separator_and_any_text_page_correctly(agent, online):
     for alias in aliases:
         online(alias)
 
-    whole = [row["alias"] for row in session_list(actor=agent)["sessions"]]  # the database's collation
+    whole = [row["alias"] for row in get_all_status(actor=agent)["sessions"]]  # the database's collation
     assert walk(agent) == whole and sorted(whole) == sorted(aliases)

@@ -10,7 +10,7 @@ from hub_agents.models import AgentSession
 from hub_agents.selectors import token_list, token_revocable, token_roles_grantable, tokens_losing_access
 from hub_agents.services import membership_set, token_authenticate, token_create, token_revoke, user_get_or_create
 from hub_core.errors import HubError
-from tests.helpers.calls import session_list, session_report, task_send
+from tests.helpers.calls import get_all_status, report_status, send_task
 
 
 @pytest.mark.parametrize("role", ["member", "viewer"])
@@ -93,10 +93,10 @@ def test_a_token_an_agent_reported_through_is_listed_with_that_agent(network, ma
     coder_box = make_actor(network, "member")  # unbound: acts as any agent while the network is open
     dispatcher = make_actor(network, "admin")
     token_create(network=network, name="box", aliases="reviewer")
-    session_report(actor=coder_box, alias="a-coder", resume_id="r-a-coder", status="idle")
-    session_report(actor=coder_box, alias="reviewer", resume_id="r-reviewer", status="idle")
-    task_send(actor=dispatcher, alias="a-coder", task="fix the build")  # dispatching acts as no agent
-    session_list(actor=dispatcher)  # nor does reading the fleet
+    report_status(actor=coder_box, alias="a-coder", resume_id="r-a-coder", status="idle")
+    report_status(actor=coder_box, alias="reviewer", resume_id="r-reviewer", status="idle")
+    send_task(actor=dispatcher, alias="a-coder", task="fix the build")  # dispatching acts as no agent
+    get_all_status(actor=dispatcher)  # nor does reading the fleet
 
     losing = tokens_losing_access(actor=owner, network_id=network.pk)
 
@@ -112,10 +112,10 @@ def test_an_alias_is_listed_under_the_token_its_last_report_came_through(network
     owner = make_actor(network, "owner")
     old_box, new_box = make_actor(network, "member"), make_actor(network, "member")
     with freeze_time("2020-01-01 10:00:00"):
-        session_report(actor=old_box, alias="a-coder", resume_id="r-1", status="idle")
-        session_report(actor=old_box, alias="reviewer", resume_id="r-2", status="idle")
+        report_status(actor=old_box, alias="a-coder", resume_id="r-1", status="idle")
+        report_status(actor=old_box, alias="reviewer", resume_id="r-2", status="idle")
     with freeze_time("2020-01-02 10:00:00"):
-        session_report(actor=new_box, alias="a-coder", resume_id="r-3", status="idle")  # restarted elsewhere
+        report_status(actor=new_box, alias="a-coder", resume_id="r-3", status="idle")  # restarted elsewhere
 
     losing = tokens_losing_access(actor=owner, network_id=network.pk)
 
@@ -127,8 +127,8 @@ def test_an_alias_is_listed_under_the_token_its_last_report_came_through(network
 def test_an_alias_last_reported_before_the_hub_recorded_its_token_is_named_as_such(network, make_actor):
     owner = make_actor(network, "owner")
     box = make_actor(network, "member")
-    session_report(actor=box, alias="a-coder", resume_id="r-a-coder", status="idle")
-    session_report(actor=box, alias="reviewer", resume_id="r-reviewer", status="idle")
+    report_status(actor=box, alias="a-coder", resume_id="r-a-coder", status="idle")
+    report_status(actor=box, alias="reviewer", resume_id="r-reviewer", status="idle")
     AgentSession.objects.filter(alias="a-coder").update(token=None)  # as migration 0015 leaves older rows
 
     losing = tokens_losing_access(actor=owner, network_id=network.pk)
@@ -148,7 +148,7 @@ def test_losing_access_names_the_agents_no_live_bound_token_acts_as(network, mak
     membership_set(user=carol, network=network)
     token_create(user=carol, aliases="carol-agent")
     for alias in ("a-coder", "build-1", "build-2", "reviewer", "watched", "carol-agent", "stray"):
-        session_report(actor=owner, alias=alias, resume_id=f"r-{alias}", status="idle")
+        report_status(actor=owner, alias=alias, resume_id=f"r-{alias}", status="idle")
 
     losing = tokens_losing_access(actor=owner, network_id=network.pk)
 

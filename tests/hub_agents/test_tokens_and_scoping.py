@@ -15,17 +15,17 @@ from hub_agents.services import token_authenticate, token_create, token_revoke, 
 from hub_core.events import EVENT_SCHEMA, EventType, HubEvent
 from tests.helpers import refused
 from tests.helpers.calls import (
-    completion_list,
-    completion_report,
-    inbox_list,
-    message_send,
-    session_get,
-    session_list,
-    session_report,
-    task_cancel,
-    task_get,
-    task_list,
-    task_send,
+    cancel_task,
+    get_all_status,
+    get_completions,
+    get_inbox,
+    get_session_status,
+    get_task,
+    list_tasks,
+    report_completion,
+    report_status,
+    send_message,
+    send_task,
 )
 
 # --- tokens ---------------------------------------------------------------------------------------
@@ -137,40 +137,40 @@ def test_create_token_for_an_unknown_network_is_a_command_error(db):
 def busy_network(agent, online):
     """`network` with a session, a task, a pending message and a completion for "coder"."""
     online("coder", status="working", server="srv-1")
-    sent = task_send(actor=agent, alias="coder", task="write quicksort")
-    message_send(actor=agent, alias="coder", message="standup at 10")
-    completion_report(actor=agent, alias="coder", task="earlier job", result="done")
+    sent = send_task(actor=agent, alias="coder", task="write quicksort")
+    send_message(actor=agent, alias="coder", message="standup at 10")
+    report_completion(actor=agent, alias="coder", task="earlier job", result="done")
     return sent["task_id"]
 
 
 def test_the_owner_network_sees_its_data(agent, busy_network):
     # The same reads as the outsider's below, so an empty answer there means isolation, not no data.
-    assert len(session_list(actor=agent)["sessions"]) == 1
-    assert session_get(actor=agent, alias="coder")["inbox_pending"] == 2
-    assert task_list(actor=agent)["count"] == 1
-    assert task_get(actor=agent, task_id=busy_network)["ok"] is True
-    assert len(inbox_list(actor=agent, alias="coder")["messages"]) == 2
-    assert len(completion_list(actor=agent)["completions"]) == 1
+    assert len(get_all_status(actor=agent)["sessions"]) == 1
+    assert get_session_status(actor=agent, alias="coder")["inbox_pending"] == 2
+    assert list_tasks(actor=agent)["count"] == 1
+    assert get_task(actor=agent, task_id=busy_network)["ok"] is True
+    assert len(get_inbox(actor=agent, alias="coder")["messages"]) == 2
+    assert len(get_completions(actor=agent)["completions"]) == 1
 
 
 def test_outsider_sees_nothing_of_another_network(outsider, busy_network):
-    assert session_list(actor=outsider) == {"ok": True, "sessions": [], "summary": []}
-    status = session_get(actor=outsider, alias="coder")
+    assert get_all_status(actor=outsider) == {"ok": True, "sessions": [], "summary": []}
+    status = get_session_status(actor=outsider, alias="coder")
     assert (status["session"], status["inbox_pending"], status["recent_completions"]) == (None, 0, [])
-    assert task_list(actor=outsider) == {"ok": True, "tasks": [], "count": 0, "stats": []}
-    assert refused(task_get, actor=outsider, task_id=busy_network).error == "task not found"
-    assert inbox_list(actor=outsider, alias="coder") == {"ok": True, "messages": []}
-    assert completion_list(actor=outsider) == {"ok": True, "completions": []}
+    assert list_tasks(actor=outsider) == {"ok": True, "tasks": [], "count": 0, "stats": []}
+    assert refused(get_task, actor=outsider, task_id=busy_network).error == "task not found"
+    assert get_inbox(actor=outsider, alias="coder") == {"ok": True, "messages": []}
+    assert get_completions(actor=outsider) == {"ok": True, "completions": []}
 
 
 @pytest.mark.parametrize(
     ("read", "args"),
     [
-        (session_list, {}),
-        (session_get, {"alias": "coder"}),
-        (task_list, {}),
-        (inbox_list, {"alias": "coder"}),
-        (completion_list, {}),
+        (get_all_status, {}),
+        (get_session_status, {"alias": "coder"}),
+        (list_tasks, {}),
+        (get_inbox, {"alias": "coder"}),
+        (get_completions, {}),
     ],
 )
 def test_outsider_naming_the_other_network_is_denied(outsider, network, busy_network, read, args):
@@ -178,10 +178,10 @@ def test_outsider_naming_the_other_network_is_denied(outsider, network, busy_net
 
 
 def test_outsider_cannot_write_into_the_other_network(outsider, network, busy_network):
-    assert refused(task_send, actor=outsider, alias="coder", task="x", network_id=network.id).error == (
+    assert refused(send_task, actor=outsider, alias="coder", task="x", network_id=network.id).error == (
         "permission_denied"
     )
-    assert task_list(actor=outsider)["count"] == 0
+    assert list_tasks(actor=outsider)["count"] == 0
 
 
 @pytest.fixture
@@ -189,53 +189,53 @@ def both_networks(agent, online, make_actor, other_network):
     beta_agent = make_actor(other_network, "member")
     online("coder")
     online("reviewer", actor=beta_agent)
-    alpha_task = task_send(actor=agent, alias="coder", task="alpha work")["task_id"]
-    beta_task = task_send(actor=beta_agent, alias="reviewer", task="beta work")["task_id"]
-    completion_report(actor=agent, alias="coder", task="alpha done", result="ok")
-    completion_report(actor=beta_agent, alias="reviewer", task="beta done", result="ok")
+    alpha_task = send_task(actor=agent, alias="coder", task="alpha work")["task_id"]
+    beta_task = send_task(actor=beta_agent, alias="reviewer", task="beta work")["task_id"]
+    report_completion(actor=agent, alias="coder", task="alpha done", result="ok")
+    report_completion(actor=beta_agent, alias="reviewer", task="beta done", result="ok")
     return alpha_task, beta_task
 
 
 def test_user_in_both_networks_reads_both(make_actor, network, other_network, both_networks):
     alice = make_actor(user="alice", memberships={network: "member", other_network: "viewer"})
-    assert {row["alias"] for row in session_list(actor=alice)["sessions"]} == {"coder", "reviewer"}
-    assert {row["task_id"] for row in task_list(actor=alice)["tasks"]} == set(both_networks)
-    assert all(task_get(actor=alice, task_id=task_id)["ok"] for task_id in both_networks)
-    assert {row["task"] for row in completion_list(actor=alice)["completions"]} == {"alpha done", "beta done"}
-    assert session_get(actor=alice, alias="reviewer")["session"]["network_id"] == other_network.id
-    narrowed = task_list(actor=alice, network_id=other_network.id)["tasks"]
+    assert {row["alias"] for row in get_all_status(actor=alice)["sessions"]} == {"coder", "reviewer"}
+    assert {row["task_id"] for row in list_tasks(actor=alice)["tasks"]} == set(both_networks)
+    assert all(get_task(actor=alice, task_id=task_id)["ok"] for task_id in both_networks)
+    assert {row["task"] for row in get_completions(actor=alice)["completions"]} == {"alpha done", "beta done"}
+    assert get_session_status(actor=alice, alias="reviewer")["session"]["network_id"] == other_network.id
+    narrowed = list_tasks(actor=alice, network_id=other_network.id)["tasks"]
     assert [row["task_id"] for row in narrowed] == [both_networks[1]]
 
 
 def test_user_in_one_network_reads_only_that_one(make_actor, network, both_networks):
     bob = make_actor(user="bob", memberships={network: "member"})
-    assert [row["task_id"] for row in task_list(actor=bob)["tasks"]] == [both_networks[0]]
-    assert refused(task_get, actor=bob, task_id=both_networks[1]).error == "task not found"
+    assert [row["task_id"] for row in list_tasks(actor=bob)["tasks"]] == [both_networks[0]]
+    assert refused(get_task, actor=bob, task_id=both_networks[1]).error == "task not found"
 
 
 def test_viewer_user_reads_but_cannot_write(make_actor, network, other_network, both_networks):
     alice = make_actor(user="alice", memberships={network: "member", other_network: "viewer"})
-    assert task_list(actor=alice, network_id=other_network.id)["count"] == 1
-    error = refused(task_send, actor=alice, alias="reviewer", task="x", network_id=other_network.id)
+    assert list_tasks(actor=alice, network_id=other_network.id)["count"] == 1
+    error = refused(send_task, actor=alice, alias="reviewer", task="x", network_id=other_network.id)
     assert error.error == "permission_denied"
-    assert task_send(actor=alice, alias="coder", task="fine", network_id=network.id)["ok"] is True
-    assert task_list(actor=alice, network_id=other_network.id)["count"] == 1
+    assert send_task(actor=alice, alias="coder", task="fine", network_id=network.id)["ok"] is True
+    assert list_tasks(actor=alice, network_id=other_network.id)["count"] == 1
 
 
 def test_viewer_user_cannot_write_to_an_existing_task(make_actor, other_network, both_networks):
     viewer_only = make_actor(user="carol", memberships={other_network: "viewer"})
-    assert refused(task_cancel, actor=viewer_only, task_id=both_networks[1]).error == "permission_denied"
-    assert task_get(actor=viewer_only, task_id=both_networks[1])["task"]["status"] == "delivered"
+    assert refused(cancel_task, actor=viewer_only, task_id=both_networks[1]).error == "permission_denied"
+    assert get_task(actor=viewer_only, task_id=both_networks[1])["task"]["status"] == "delivered"
 
 
 def test_user_in_two_networks_must_name_one_to_write(make_actor, network, other_network):
     alice = make_actor(user="alice", memberships={network: "member", other_network: "member"})
-    assert refused(task_send, actor=alice, alias="coder", task="x").code == "network_required"
+    assert refused(send_task, actor=alice, alias="coder", task="x").code == "network_required"
 
 
 def test_user_token_still_cannot_report_status(make_actor, network):
     alice = make_actor(user="alice", memberships={network: "owner"})
-    assert refused(session_report, actor=alice, resume_id="r", alias="a", status="idle").error == (
+    assert refused(report_status, actor=alice, resume_id="r", alias="a", status="idle").error == (
         "network_token_required"
     )
 

@@ -26,7 +26,7 @@ from hub_agents.actors import Actor
 from hub_agents.models import Network
 from hub_agents.services import membership_set, token_create, user_get_or_create
 from tests.helpers.asgi import ask, scope
-from tests.helpers.calls import session_report
+from tests.helpers.calls import report_status
 from tests.helpers.cards import published_keys, strict, verify
 from tests.helpers.mcp import LATEST, rpc
 from tests.helpers.rest import assert_refused
@@ -59,7 +59,7 @@ def card_of(response: HttpResponse) -> AgentCard:
 
 
 def report(actor: Actor, alias: str, **fields: Any) -> None:
-    session_report(actor=actor, resume_id=f"resume-{alias}", alias=alias, status=fields.pop("status", "idle"), **fields)
+    report_status(actor=actor, resume_id=f"resume-{alias}", alias=alias, status=fields.pop("status", "idle"), **fields)
 
 
 # --- the validator itself ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from django.test import Client
 
 from hub_agents.models import Network
 from hub_agents.services import token_authenticate, token_create
-from tests.helpers.calls import session_report
+from tests.helpers.calls import report_status
 
 # /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
 # tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
@@ -237,7 +237,7 @@ def test_bearer_tokens_are_a_security_scheme_of_every_operation(schema: dict[str
 @pytest.fixture
 def headers(network: Network) -> dict[str, str]:
     _, raw = token_create(network=network, role="member")
-    session_report(
+    report_status(
         actor=token_authenticate(raw=raw), resume_id="r-coder", alias="coder", status="idle", skills=["python"]
     )
     return {"Authorization": f"Bearer {raw}"}

@@ -16,7 +16,7 @@ from hub_agents.services import membership_set, token_create, user_get_or_create
 from hub_webhooks.models import Delivery, Subscription
 from hub_webhooks.send import webhook_client
 from hub_webhooks.services import SUBSCRIPTIONS_MAX, webhooks_deliver
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 from tests.helpers.mcp import LATEST, rpc
 from tests.helpers.rest import assert_refused
 from tests.helpers.webhooks import Receiver
@@ -105,7 +105,7 @@ def test_an_admin_creates_a_webhook_and_sees_its_secret_once_in_an_answer_never_
 def test_the_webhook_receives_events_signed_with_the_secret_rest_showed(admin, receiver, network, make_actor):
     body = created(admin, receiver.url)
     receiver.secret = body["secret"]
-    sent = task_send(actor=make_actor(network, "member"), alias="coder", task="tell the webhook")
+    sent = send_task(actor=make_actor(network, "member"), alias="coder", task="tell the webhook")
 
     with webhook_client() as http:
         webhooks_deliver(owner="test", client=http)

@@ -29,7 +29,7 @@ from hub_agents.services import (
     token_revoke,
     user_get_or_create,
 )
-from tests.helpers.calls import session_report
+from tests.helpers.calls import report_status
 from tests.helpers.cards import JWKS, published_keys, strict, verified, verify
 from tests.helpers.races import race
 
@@ -57,7 +57,7 @@ def card_body(client: Client, network: Network, which: str, headers: dict[str, s
 
 @pytest.fixture
 def coder(agent) -> None:
-    session_report(actor=agent, resume_id="resume-coder", alias="coder", status="idle", skills=["python"])
+    report_status(actor=agent, resume_id="resume-coder", alias="coder", status="idle", skills=["python"])
 
 
 def protected_header(body: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def test_a_key_set_with_another_key_under_the_same_kid_fails_verification(client
 def test_a_card_with_text_beyond_ascii_verifies(client: Client, make_actor) -> None:
     # JCS writes non-ASCII as UTF-8, and the hub's JSON \\u-escapes it: signer and verifier must agree.
     network = network_create(name="Équipe 🚀 ñ")[0]
-    session_report(actor=make_actor(network), resume_id="r", alias="coder", status="idle", model="modèle-🦀")
+    report_status(actor=make_actor(network), resume_id="r", alias="coder", status="idle", model="modèle-🦀")
 
     for which in ("network", "agent"):
         card = verified(client, card_body(client, network, which))

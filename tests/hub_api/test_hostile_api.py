@@ -35,7 +35,7 @@ from hub_api.endpoints import operation_tool
 from hub_core import ratelimit
 from hub_tasks.models import Completion, InboxMessage, Task
 from hub_tools.tools import TOOLS_BY_NAME, Tool
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 from tests.helpers.hostile import (
     FUZZ,
     HOSTILE_TEXT,
@@ -795,9 +795,9 @@ def test_a_task_filter_with_url_syntax_survives_paging(operator: Client, world: 
     """The pager links repeat the filters: "#", "&" or "%" in a filter must not cut them short."""
     actor = token_authenticate(raw=world.token)
     for number in range(51):
-        task_send(actor=actor, alias="coder", task=f"deploy #{number} & 100%")
+        send_task(actor=actor, alias="coder", task=f"deploy #{number} & 100%")
     for number in range(5):
-        task_send(actor=actor, alias="coder", task=f"deploy later {number}")
+        send_task(actor=actor, alias="coder", task=f"deploy later {number}")
 
     first = operator.get("/tasks/", {"text": "y #"})
     (older,) = re.findall(r'<a href="(\?[^"]*)">older', first.content.decode())

@@ -14,7 +14,7 @@ from hub_agents.models import ApiToken, AuditEntry
 from hub_agents.services import token_create, token_revoke
 from hub_tasks.models import InboxMessage, Task
 from hub_tools.models import Approval, ApprovalRule, ApprovalVote
-from tests.helpers.calls import approval_decide, broadcast_send, message_send, task_cancel, task_send
+from tests.helpers.calls import broadcast, cancel_task, decide_approval, send_message, send_task
 
 
 @pytest.fixture
@@ -42,9 +42,9 @@ def rule_form(**fields) -> dict[str, str]:
 
 def test_the_page_lists_a_pending_approval_with_its_votes(login, network, agent, make_actor, fleet):
     rule(network, tool="broadcast", tier=ApprovalRule.Tier.TWO, name="two keys for broadcasts")
-    held = broadcast_send(actor=agent, message="deploy the release now")
+    held = broadcast(actor=agent, message="deploy the release now")
     owner = make_actor(network, "owner")
-    approval_decide(actor=owner, approval_id=held["approval_id"], decision="approve")
+    decide_approval(actor=owner, approval_id=held["approval_id"], decision="approve")
 
     page = text(login("admin").get("/approvals/"))
 
@@ -56,7 +56,7 @@ def test_the_page_lists_a_pending_approval_with_its_votes(login, network, agent,
 
 def test_approving_runs_the_held_call_and_says_so(login, network, agent, fleet):
     rule(network, tool="broadcast")
-    held = broadcast_send(actor=agent, message="deploy at 5")
+    held = broadcast(actor=agent, message="deploy at 5")
     browser = login("admin")
     assert 'data-live="approvals_count" class="count-badge on"' in text(browser.get("/approvals/"))
 
@@ -73,7 +73,7 @@ def test_approving_runs_the_held_call_and_says_so(login, network, agent, fleet):
 
 def test_the_first_of_two_approvals_waits_for_another_approver(login, network, agent, fleet):
     rule(network, tool="broadcast", tier=ApprovalRule.Tier.TWO)
-    held = broadcast_send(actor=agent, message="deploy at 6")
+    held = broadcast(actor=agent, message="deploy at 6")
     browser = login("owner")
 
     reply = browser.post(f"/approvals/{held['approval_id']}/decide/", {"decision": "approve"}, follow=True)
@@ -85,7 +85,7 @@ def test_the_first_of_two_approvals_waits_for_another_approver(login, network, a
 
 def test_rejecting_with_a_note_never_runs_the_call(login, network, agent, fleet):
     rule(network, tool="broadcast")
-    held = broadcast_send(actor=agent, message="rm -rf the cache")
+    held = broadcast(actor=agent, message="rm -rf the cache")
 
     reply = login("owner").post(
         f"/approvals/{held['approval_id']}/decide/", {"decision": "reject", "note": "not today"}, follow=True
@@ -100,8 +100,8 @@ def test_rejecting_with_a_note_never_runs_the_call(login, network, agent, fleet)
 
 def test_a_call_refused_when_it_runs_is_shown_as_such(login, network, agent):
     rule(network, tool="cancel_task")
-    sent = task_send(actor=agent, alias="coder", task="ship it")
-    held = task_cancel(actor=agent, task_id=sent["task_id"])
+    sent = send_task(actor=agent, alias="coder", task="ship it")
+    held = cancel_task(actor=agent, task_id=sent["task_id"])
     Task.objects.filter(pk=sent["task_id"]).update(status="replied")  # it ended meanwhile
 
     reply = login("owner").post(f"/approvals/{held['approval_id']}/decide/", {"decision": "approve"}, follow=True)
@@ -112,7 +112,7 @@ def test_a_call_refused_when_it_runs_is_shown_as_such(login, network, agent):
 
 def test_a_member_sees_no_buttons_and_a_forged_post_changes_nothing(login, network, agent, fleet):
     rule(network, tool="broadcast")
-    held = broadcast_send(actor=agent, message="deploy at 7")
+    held = broadcast(actor=agent, message="deploy at 7")
     member = login("member", username="mere-member")
 
     page = text(member.get("/approvals/"))
@@ -137,13 +137,13 @@ def test_rules_set_on_the_page_are_audited_and_apply_from_the_next_call(login, n
     assert created.status_code == 302 and created["Location"] == "/approvals/#rules"
     made = ApprovalRule.objects.get(network=network, name="gate messages")
     assert (made.tool, made.target_alias, made.created_by) == ("send_message", "prod", "user:operator")
-    assert message_send(actor=agent, alias="prod", message="restart")["pending_approval"] is True
+    assert send_message(actor=agent, alias="prod", message="restart")["pending_approval"] is True
     assert "gate messages" in text(browser.get("/approvals/"))
 
     edit = text(browser.get(f"/approvals/rules/{made.pk}/"))
     assert 'name="target_alias" value="prod"' in edit and "Save rule" in edit
     browser.post(f"/approvals/rules/{made.pk}/", rule_form(target_alias="prod", enabled=""))
-    assert "approval_id" not in message_send(actor=agent, alias="prod", message="restart again")
+    assert "approval_id" not in send_message(actor=agent, alias="prod", message="restart again")
 
     browser.post(f"/approvals/rules/{made.pk}/delete/")
     assert not ApprovalRule.objects.filter(pk=made.pk).exists()
@@ -192,7 +192,7 @@ def test_the_dashboards_own_writes_that_a_rule_holds_say_held(login, network, ag
 
 def test_a_task_action_that_a_rule_holds_says_held(login, network, agent, online):
     online("coder")
-    sent = task_send(actor=agent, alias="coder", task="ship it")
+    sent = send_task(actor=agent, alias="coder", task="ship it")
     rule(network, tool="cancel_task")
 
     reply = login("owner").post(f"/tasks/{sent['task_id']}/cancel/", {"reason": "not now"}, follow=True)
@@ -204,8 +204,8 @@ def test_a_task_action_that_a_rule_holds_says_held(login, network, agent, online
 
 def test_the_count_renders_as_a_live_fragment(login, network, agent, fleet):
     rule(network, tool="broadcast")
-    broadcast_send(actor=agent, message="one")
-    broadcast_send(actor=agent, message="two")
+    broadcast(actor=agent, message="one")
+    broadcast(actor=agent, message="two")
 
     fragment = text(login("viewer").get("/fleet/?fragment=approvals_count"))
 
@@ -217,7 +217,7 @@ def test_the_count_renders_as_a_live_fragment(login, network, agent, fleet):
 
 def test_a_call_past_its_timeout_is_shown_expired_never_offered(login, network, agent, fleet):
     rule(network, tool="broadcast")
-    held = broadcast_send(actor=agent, message="too late")
+    held = broadcast(actor=agent, message="too late")
     Approval.objects.filter(pk=held["approval_id"]).update(expires_at=timezone.now() - timedelta(seconds=1))
 
     page = text(login("owner").get("/approvals/"))

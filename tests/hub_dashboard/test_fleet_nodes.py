@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from hub_dashboard.templatetags.hub_format import node_anchor
-from tests.helpers.calls import node_report
+from tests.helpers.calls import report_node
 
 BOX = {
     "node_id": "box-1",
@@ -30,7 +30,7 @@ def strip_of(page: str) -> str:
 
 
 def test_the_node_strip_shows_host_os_runtimes_agents_and_slots(login, agent):
-    node_report(actor=agent, **BOX)
+    report_node(actor=agent, **BOX)
 
     strip = strip_of(login().get("/fleet/").content.decode())
 
@@ -44,7 +44,7 @@ def test_the_node_strip_shows_host_os_runtimes_agents_and_slots(login, agent):
 def test_each_agent_names_its_node_linked_and_titled_with_host_and_os(login, agent, online):
     online("builder", status="working", hostname="box1.lan")
     online("loner", status="idle")
-    node_report(actor=agent, **BOX)
+    report_node(actor=agent, **BOX)
     browser = login()
 
     for view in ("", "?view=table"):
@@ -59,7 +59,7 @@ def test_each_agent_names_its_node_linked_and_titled_with_host_and_os(login, age
 
 def test_a_node_silent_past_the_offline_threshold_reads_offline(login, agent, online, clock, settings):
     online("builder")
-    node_report(actor=agent, **BOX)
+    report_node(actor=agent, **BOX)
     clock.tick(settings.COMMHUB_OFFLINE_AFTER_SECONDS + 1)
 
     page = login().get("/fleet/").content.decode()
@@ -70,7 +70,7 @@ def test_a_node_silent_past_the_offline_threshold_reads_offline(login, agent, on
 
 def test_the_nodes_fragment_is_the_strip_alone(login, agent, online):
     online("builder", status="working", task="a task only the fleet shows")
-    node_report(actor=agent, **BOX)
+    report_node(actor=agent, **BOX)
 
     fragment = login().get("/fleet/?fragment=nodes").content.decode()
 

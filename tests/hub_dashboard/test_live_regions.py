@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from hub_agents.models import AgentSession
 from hub_tasks.models import Task, TaskEvent
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 
 
 def aliases_in(page: str) -> list[str]:
@@ -27,7 +27,7 @@ def test_the_fleet_table_sorts_by_status_last_seen_and_current_task_age(login, o
     for alias, minutes in [("alpha", 1), ("bravo", 3), ("charlie", 2), ("delta", 4)]:  # all still online
         AgentSession.objects.filter(alias=alias).update(last_seen_at=now - timedelta(minutes=minutes))
     for alias, hours in [("charlie", 3), ("delta", 1)]:  # charlie's task has run longest
-        task_id = task_send(actor=agent, alias=alias, task=f"job for {alias}")["task_id"]
+        task_id = send_task(actor=agent, alias=alias, task=f"job for {alias}")["task_id"]
         Task.objects.filter(pk=task_id).update(status="running", started_at=now - timedelta(hours=hours))
         online(alias, status="working", task=task_id)
         seen = now - timedelta(minutes=2 if alias == "charlie" else 4)
@@ -67,7 +67,7 @@ def test_the_task_list_shows_time_in_status_sorts_by_it_and_has_a_search_box(log
     now = timezone.now()
     ids = {}
     for text, hours in [("fresh", 0), ("stale", 5), ("middling", 2)]:
-        ids[text] = task_send(actor=agent, alias="coder", task=f"{text} task")["task_id"]
+        ids[text] = send_task(actor=agent, alias="coder", task=f"{text} task")["task_id"]
         TaskEvent.objects.filter(task_id=ids[text]).update(created_at=now - timedelta(hours=hours))
     browser = login()
 
@@ -86,7 +86,7 @@ def test_the_task_list_shows_time_in_status_sorts_by_it_and_has_a_search_box(log
 def test_a_fragment_for_one_key_holds_only_that_card_or_row(login, online, agent):
     for n in range(20):
         online(f"agent-{n:02}", status="working", task=f"a long description of step {n}")
-    sent = [task_send(actor=agent, alias="agent-01", task=f"task {n}")["task_id"] for n in range(20)]
+    sent = [send_task(actor=agent, alias="agent-01", task=f"task {n}")["task_id"] for n in range(20)]
     browser = login()
 
     whole = browser.get("/fleet/?fragment=fleet").content.decode()
@@ -125,7 +125,7 @@ def test_the_first_socket_frame_needs_no_refresh_the_page_says_where_it_stood(
 
 
 def test_every_page_says_truthfully_whether_it_is_live(login, agent):
-    task_id = task_send(actor=agent, alias="coder", task="ship it")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="ship it")["task_id"]
     browser = login()
 
     for url in ("/fleet/", "/tasks/", f"/tasks/{task_id}/", "/completions/"):

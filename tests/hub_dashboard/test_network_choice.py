@@ -10,7 +10,7 @@ from django.test import Client
 
 from hub_agents.models import Membership, Network
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
-from tests.helpers.calls import session_report
+from tests.helpers.calls import report_status
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def logged_in(username: str) -> Client:
 
 def agent_of(network: Network, alias: str) -> None:
     _, raw = token_create(network=network, role="member", name=alias)
-    session_report(actor=token_authenticate(raw=raw), alias=alias, status="working", resume_id=f"r-{alias}")
+    report_status(actor=token_authenticate(raw=raw), alias=alias, status="working", resume_id=f"r-{alias}")
 
 
 def test_the_first_login_after_the_printed_commands_shows_their_agents(django_user_model):

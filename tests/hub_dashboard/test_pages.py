@@ -7,7 +7,7 @@ from django.test import Client
 from hub_agents.models import Membership, Network
 from hub_agents.services import membership_set
 from hub_tasks.models import Task
-from tests.helpers.calls import completion_report, task_send
+from tests.helpers.calls import report_completion, send_task
 
 
 def test_pages_need_a_login():
@@ -37,8 +37,8 @@ def test_fleet_shows_each_agent_with_counts(login, online):
 
 
 def test_tasks_filter_by_status_alias_sender_and_text(login, agent):
-    task_send(actor=agent, alias="coder", task="write the parser", from_session="lead")
-    task_send(actor=agent, alias="reviewer", task="review the lexer", from_session="qa")
+    send_task(actor=agent, alias="coder", task="write the parser", from_session="lead")
+    send_task(actor=agent, alias="reviewer", task="review the lexer", from_session="qa")
     browser = login()
 
     assert "write the parser" in browser.get("/tasks/?alias=coder").content.decode()
@@ -49,7 +49,7 @@ def test_tasks_filter_by_status_alias_sender_and_text(login, agent):
 
 def test_tasks_are_paginated(login, agent):
     for n in range(55):
-        task_send(actor=agent, alias="coder", task=f"task number {n}")
+        send_task(actor=agent, alias="coder", task=f"task number {n}")
 
     first = login().get("/tasks/").content.decode()
 
@@ -60,7 +60,7 @@ def test_tasks_are_paginated(login, agent):
 def test_the_task_page_offers_only_the_allowed_actions(login, agent, online):
     online("coder")
     online("helper")
-    sent = task_send(actor=agent, alias="coder", task="ship it")
+    sent = send_task(actor=agent, alias="coder", task="ship it")
     browser = login()
 
     live = browser.get(f"/tasks/{sent['task_id']}/").content.decode()
@@ -75,7 +75,7 @@ def test_the_task_page_offers_only_the_allowed_actions(login, agent, online):
 
 
 def test_a_viewer_sees_no_write_controls_and_is_refused_anyway(login, agent):
-    sent = task_send(actor=agent, alias="coder", task="ship it")
+    sent = send_task(actor=agent, alias="coder", task="ship it")
     viewer = login(role="viewer", username="watcher")
 
     page = viewer.get(f"/tasks/{sent['task_id']}/").content.decode()
@@ -111,8 +111,8 @@ def test_broadcast_reaches_online_agents(login, online):
 
 
 def test_completions_show_the_feed_and_a_chart(login, agent):
-    sent = task_send(actor=agent, alias="coder", task="measure")
-    completion_report(actor=agent, alias="coder", task=sent["task_id"], result="all green", score=9, duration_minutes=3)
+    sent = send_task(actor=agent, alias="coder", task="measure")
+    report_completion(actor=agent, alias="coder", task=sent["task_id"], result="all green", score=9, duration_minutes=3)
 
     page = login().get("/completions/").content.decode()
 
@@ -127,7 +127,7 @@ def test_live_regions_render_as_fragments(login, online):
 
 
 def test_the_network_switcher_scopes_every_page(login, agent, make_actor, other_network, django_user_model):
-    task_send(actor=make_actor(other_network), alias="elsewhere", task="other network task")
+    send_task(actor=make_actor(other_network), alias="elsewhere", task="other network task")
     browser = login()
     membership_set(user=django_user_model.objects.get(username="operator"), network=other_network, role="member")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.calls import channel_create, channel_post, completion_report, message_send, task_send
+from tests.helpers.calls import channel_create, channel_post, report_completion, send_message, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -21,10 +21,10 @@ def test_the_nav_has_a_search_box_on_every_page(login):
 
 
 def test_results_show_their_highlights_and_escape_everything_else(login, agent, outsider):
-    task_id = task_send(actor=agent, alias="coder", task="Rotate the <b>deploy</b> keys «now»")["task_id"]
-    message_send(actor=agent, alias="coder", message="deploy <script>alert(1)</script> today")
-    completion_report(actor=agent, alias="coder", task="the deploy", result="deployed")
-    task_send(actor=outsider, alias="coder", task="deploy in another network")
+    task_id = send_task(actor=agent, alias="coder", task="Rotate the <b>deploy</b> keys «now»")["task_id"]
+    send_message(actor=agent, alias="coder", message="deploy <script>alert(1)</script> today")
+    report_completion(actor=agent, alias="coder", task="the deploy", result="deployed")
+    send_task(actor=outsider, alias="coder", task="deploy in another network")
 
     status, html = page(login("viewer"), q="deploy")
 
@@ -39,8 +39,8 @@ def test_results_show_their_highlights_and_escape_everything_else(login, agent, 
 
 
 def test_a_kind_narrows_and_bad_syntax_is_explained(login, agent):
-    task_send(actor=agent, alias="coder", task="deploy the parser")
-    message_send(actor=agent, alias="coder", message="deploy the docs")
+    send_task(actor=agent, alias="coder", task="deploy the parser")
+    send_message(actor=agent, alias="coder", message="deploy the docs")
     browser = login("viewer")
 
     status, html = page(browser, q="deploy", kind="message")

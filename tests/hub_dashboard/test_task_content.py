@@ -17,13 +17,13 @@ from hub_agents.services import membership_set
 from hub_core.errors import HubError
 from hub_tasks.models import Task
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    question_answer,
-    question_ask,
-    reply_send,
-    task_retry,
-    task_send,
+    ack_inbox,
+    answer_question,
+    ask_operator,
+    report_completion,
+    retry_task,
+    send_reply,
+    send_task,
 )
 
 T0 = datetime(2026, 4, 12, 10, 0, tzinfo=UTC)
@@ -44,12 +44,12 @@ def visible_text(html: str) -> str:
 
 
 def test_the_task_page_shows_every_attempt_with_its_result_and_who_ended_it(operator, agent):
-    task_id = task_send(actor=agent, alias="coder", task="publish the notes", from_session="lead")["task_id"]
-    reply_send(actor=agent, alias="lead", text="registry is down (503)", in_reply_to=task_id, status="failed")
-    task_retry(actor=agent, task_id=task_id)
-    reply_send(actor=agent, alias="lead", text="disk full", in_reply_to=task_id, status="failed")
-    task_retry(actor=agent, task_id=task_id)
-    reply_send(actor=agent, alias="lead", text="published", in_reply_to=task_id)
+    task_id = send_task(actor=agent, alias="coder", task="publish the notes", from_session="lead")["task_id"]
+    send_reply(actor=agent, alias="lead", text="registry is down (503)", in_reply_to=task_id, status="failed")
+    retry_task(actor=agent, task_id=task_id)
+    send_reply(actor=agent, alias="lead", text="disk full", in_reply_to=task_id, status="failed")
+    retry_task(actor=agent, task_id=task_id)
+    send_reply(actor=agent, alias="lead", text="published", in_reply_to=task_id)
 
     page = operator.get(f"/tasks/{task_id}/").content.decode()
 
@@ -64,7 +64,7 @@ def test_the_task_page_shows_every_attempt_with_its_result_and_who_ended_it(oper
 def test_reassign_offers_a_placeholder_and_an_empty_choice_is_refused_plainly(operator, agent, online):
     online("coder")
     online("helper")
-    task_id = task_send(actor=agent, alias="coder", task="port the lexer")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="port the lexer")["task_id"]
 
     page = operator.get(f"/tasks/{task_id}/").content.decode()
     menu = re.search(r'<select name="new_alias".*?</select>', page, flags=re.S).group(0)
@@ -79,7 +79,7 @@ def test_reassign_offers_a_placeholder_and_an_empty_choice_is_refused_plainly(op
 
 
 def test_cancel_asks_for_confirmation_and_records_the_reason_in_timeline_and_audit(operator, agent):
-    task_id = task_send(actor=agent, alias="coder", task="port the lexer")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="port the lexer")["task_id"]
 
     page = operator.get(f"/tasks/{task_id}/").content.decode()
     confirm = re.search(r'<details class="confirm".*?</details>', page, flags=re.S).group(0)
@@ -96,8 +96,8 @@ def test_cancel_asks_for_confirmation_and_records_the_reason_in_timeline_and_aud
 
 def test_completions_name_and_link_their_task_and_agent_in_one_query(operator, agent):
     def finish(n: int) -> str:
-        task_id = task_send(actor=agent, alias=f"coder{n}", task=f"measure parser {n}")["task_id"]
-        completion_report(actor=agent, alias=f"coder{n}", task=task_id, result="all green")
+        task_id = send_task(actor=agent, alias=f"coder{n}", task=f"measure parser {n}")["task_id"]
+        report_completion(actor=agent, alias=f"coder{n}", task=task_id, result="all green")
         return task_id
 
     first = finish(0)
@@ -118,11 +118,11 @@ def test_completions_name_and_link_their_task_and_agent_in_one_query(operator, a
 def test_times_read_relative_with_the_exact_time_on_hover_and_durations(operator, agent, online):
     with freeze_time(T0) as clock:
         online("coder")
-        task_id = task_send(actor=agent, alias="coder", task="port the lexer")["task_id"]
+        task_id = send_task(actor=agent, alias="coder", task="port the lexer")["task_id"]
         clock.tick(90)
         online("coder", status="working", task=task_id)
         clock.tick(240)
-        completion_report(actor=agent, alias="coder", task=task_id, result="ported")
+        report_completion(actor=agent, alias="coder", task=task_id, result="ported")
         clock.tick(180)
 
         task_page = operator.get(f"/tasks/{task_id}/").content.decode()
@@ -141,8 +141,8 @@ def test_times_read_relative_with_the_exact_time_on_hover_and_durations(operator
 
 
 def test_the_chart_has_a_y_axis_and_one_task_does_not_fill_its_height(operator, agent):
-    task_id = task_send(actor=agent, alias="coder", task="measure")["task_id"]
-    completion_report(actor=agent, alias="coder", task=task_id, result="done")
+    task_id = send_task(actor=agent, alias="coder", task="measure")["task_id"]
+    report_completion(actor=agent, alias="coder", task=task_id, result="done")
 
     page = operator.get("/completions/").content.decode()
 
@@ -163,7 +163,7 @@ def test_dispatch_errors_read_in_operator_language_next_to_the_field(operator, a
     assert '<small class="field-error" id="error-alias">Choose or type the agent' in blank
     # Agents (MCP, REST) keep the wording written for them.
     with pytest.raises(HubError) as refused:
-        task_send(actor=agent, alias="coder", task="x", ttl_seconds=999999)
+        send_task(actor=agent, alias="coder", task="x", ttl_seconds=999999)
     assert refused.value.message.startswith("Fix the argument `ttl_seconds` and call again")
 
 
@@ -173,7 +173,7 @@ def test_the_sent_banner_follows_the_task_and_goes_once_it_fails(operator, agent
     task_id = Task.objects.get(content="publish the notes").task_id
     assert "Task sent to coder: now delivered" in sent.content.decode()
 
-    reply_send(actor=agent, alias="lead", text="registry is down (503)", in_reply_to=task_id, status="failed")
+    send_reply(actor=agent, alias="lead", text="registry is down (503)", in_reply_to=task_id, status="failed")
 
     for url in (f"/tasks/{task_id}/?sent=1", f"/tasks/{task_id}/?sent=1&fragment=task"):
         page = operator.get(url).content.decode()
@@ -181,16 +181,16 @@ def test_the_sent_banner_follows_the_task_and_goes_once_it_fails(operator, agent
 
 
 def test_the_task_page_shows_its_conversation_in_order(operator, agent, clock):
-    task_id = task_send(actor=agent, alias="coder", task="port the parser", from_session="lead")["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    task_id = send_task(actor=agent, alias="coder", task="port the parser", from_session="lead")["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=task_id)
     clock.tick(1)
-    asked = question_ask(actor=agent, task_id=task_id, question="Keep the <old> API?", options=["yes", "no"])
+    asked = ask_operator(actor=agent, task_id=task_id, question="Keep the <old> API?", options=["yes", "no"])
     clock.tick(1)
-    question_answer(actor=agent, question_id=asked["question_id"], answer="yes, one more release")
+    answer_question(actor=agent, question_id=asked["question_id"], answer="yes, one more release")
     clock.tick(1)
-    reply_send(actor=agent, alias="lead", text="halfway there", in_reply_to=task_id, from_session="coder")
+    send_reply(actor=agent, alias="lead", text="halfway there", in_reply_to=task_id, from_session="coder")
     clock.tick(1)
-    completion_report(actor=agent, alias="coder", task=task_id, result="parser ported")
+    report_completion(actor=agent, alias="coder", task=task_id, result="parser ported")
 
     page = operator.get(f"/tasks/{task_id}/").content.decode()
 
@@ -204,14 +204,14 @@ def test_the_task_page_shows_its_conversation_in_order(operator, agent, clock):
 
 
 def test_the_timeline_tells_a_question_and_its_answer_between_status_changes(operator, agent, clock):
-    task_id = task_send(actor=agent, alias="coder", task="port the parser", from_session="lead")["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    task_id = send_task(actor=agent, alias="coder", task="port the parser", from_session="lead")["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=task_id)
     clock.tick(1)
-    asked = question_ask(actor=agent, task_id=task_id, question="Keep the <old> API?", options=["yes", "no"])
+    asked = ask_operator(actor=agent, task_id=task_id, question="Keep the <old> API?", options=["yes", "no"])
     clock.tick(1)
-    question_answer(actor=agent, question_id=asked["question_id"], answer="yes, one more release")
+    answer_question(actor=agent, question_id=asked["question_id"], answer="yes, one more release")
     clock.tick(1)
-    completion_report(actor=agent, alias="coder", task=task_id, result="parser ported")
+    report_completion(actor=agent, alias="coder", task=task_id, result="parser ported")
 
     page = operator.get(f"/tasks/{task_id}/").content.decode()
 

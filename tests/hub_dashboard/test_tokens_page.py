@@ -13,7 +13,7 @@ import pytest
 from hub_agents.models import AgentSession, ApiToken, AuditEntry, IdentityPolicy, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, token_revoke, user_get_or_create
 from hub_core.errors import HubError
-from tests.helpers.calls import session_report, task_send
+from tests.helpers.calls import report_status, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -138,9 +138,9 @@ def fleet(network):
     membership_set(user=carol, network=network)
     made["carol"] = token_create(user=carol, name="carols-laptop")
     for key, alias in [("bound", "a-coder"), ("pattern", "build-7"), ("unbound", "reviewer"), ("unbound", "build-9")]:
-        session_report(actor=token_authenticate(raw=made[key][1]), alias=alias, resume_id=f"r-{alias}", status="idle")
+        report_status(actor=token_authenticate(raw=made[key][1]), alias=alias, resume_id=f"r-{alias}", status="idle")
     lead = token_authenticate(raw=made["unbound-admin"][1])  # used, acting as no agent: dispatching
-    task_send(actor=lead, alias="reviewer", task="review the release notes")
+    send_task(actor=lead, alias="reviewer", task="review the release notes")
     return {key: token for key, (token, _) in made.items()} | {"raw": {key: raw for key, (_, raw) in made.items()}}
 
 
@@ -199,9 +199,9 @@ def test_switching_the_policy_is_audited_and_takes_effect(login, network, fleet)
     assert (entry.actor, entry.target) == ("user:operator", "alpha")
     assert entry.detail == {"before": "open", "after": "strict"}
     with pytest.raises(HubError) as refused:
-        session_report(actor=unbound, alias="reviewer", resume_id="r-reviewer", status="idle")
+        report_status(actor=unbound, alias="reviewer", resume_id="r-reviewer", status="idle")
     assert refused.value.code == "alias_not_yours"
-    assert session_report(actor=bound, alias="a-coder", resume_id="r-a-coder", status="idle")["ok"]
+    assert report_status(actor=bound, alias="a-coder", resume_id="r-a-coder", status="idle")["ok"]
 
     browser.post("/tokens/policy/", {"policy": "strict"})  # again: nothing changes, nothing recorded
     browser.post("/tokens/policy/", {"policy": "open"})
@@ -209,7 +209,7 @@ def test_switching_the_policy_is_audited_and_takes_effect(login, network, fleet)
     assert policy_of(network) == IdentityPolicy.OPEN
     changes = AuditEntry.objects.filter(action=AuditEntry.Action.NETWORK_POLICY_CHANGED).order_by("id")
     assert [entry.detail["after"] for entry in changes] == ["strict", "open"]
-    assert session_report(actor=unbound, alias="reviewer", resume_id="r-reviewer", status="idle")["ok"]
+    assert report_status(actor=unbound, alias="reviewer", resume_id="r-reviewer", status="idle")["ok"]
 
 
 def test_an_admin_sees_what_strict_would_take_away_but_only_an_owner_switches(login, network, fleet):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.helpers.calls import inbox_ack, task_send
+from tests.helpers.calls import ack_inbox, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ def aliases_in_order(page: str) -> list[str]:
 def test_the_fleet_lists_problems_first_in_cards_and_table(login, online, agent, clock):
     online("gone", "idle")
     online("off", "working")
-    task_send(actor=agent, alias="off", task="waits for an agent that left", from_session="lead")
+    send_task(actor=agent, alias="off", task="waits for an agent that left", from_session="lead")
     online("said-bye", "offline")
     clock.tick(601)  # gone and off stop heartbeating: offline (said-bye said so, and has no work)
     for alias, status in [("alpha", "idle"), ("beta", "working"), ("zed", "error"), ("mid", "blocked")]:
@@ -69,14 +69,14 @@ def test_an_agent_in_error_shows_the_last_lines_of_its_output(login, online):
 
 def test_a_task_row_and_page_say_when_its_agent_is_in_error_offline_or_silent(login, online, agent, clock):
     online("quiet", "working")
-    quiet = task_send(actor=agent, alias="quiet", task="task of a silent agent", from_session="lead")["task_id"]
-    inbox_ack(actor=agent, alias="quiet", message_id=quiet)
+    quiet = send_task(actor=agent, alias="quiet", task="task of a silent agent", from_session="lead")["task_id"]
+    ack_inbox(actor=agent, alias="quiet", message_id=quiet)
     clock.tick(601)
     online("qa", status="error", output=TRACEBACK)
     online("left", status="offline")
     online("fine", status="working")
     ids = {
-        alias: task_send(actor=agent, alias=alias, task=f"task of {alias}", from_session="lead")["task_id"]
+        alias: send_task(actor=agent, alias=alias, task=f"task of {alias}", from_session="lead")["task_id"]
         for alias in ("qa", "left", "fine", "nobody")
     }
     ids["quiet"] = quiet

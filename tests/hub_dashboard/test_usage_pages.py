@@ -7,16 +7,16 @@ from datetime import timedelta
 
 import pytest
 
-from tests.helpers.calls import completion_report, inbox_ack, inbox_list, task_send
+from tests.helpers.calls import ack_inbox, get_inbox, report_completion, send_task
 
 pytestmark = pytest.mark.django_db
 
 
 def run(agent, alias: str, *, tokens_in: int, cost_usd: float, model: str = "gpt-5-codex", **extra) -> str:
-    task_id = task_send(actor=agent, alias=alias, task=f"job for {alias}", from_session="lead", **extra)["task_id"]
-    (message,) = [m for m in inbox_list(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
-    inbox_ack(actor=agent, alias=alias, message_id=message["id"])
-    completion_report(
+    task_id = send_task(actor=agent, alias=alias, task=f"job for {alias}", from_session="lead", **extra)["task_id"]
+    (message,) = [m for m in get_inbox(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
+    ack_inbox(actor=agent, alias=alias, message_id=message["id"])
+    report_completion(
         actor=agent, alias=alias, task=task_id, result="done", tokens_in=tokens_in, tokens_out=5, cost_usd=cost_usd,
         model=model, duration_minutes=2,
     )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hub_core import ratelimit
 from hub_tasks.models import Task, TaskStatus
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 
 TOO_MANY = "Too many changes in a short time; wait a moment and try again."
 
@@ -30,7 +30,7 @@ def test_a_dashboard_dispatch_past_the_write_limit_is_refused(login, online, set
 
 def test_dashboard_broadcasts_and_task_actions_count_as_writes(login, online, agent, settings):
     online("coder")
-    task_id = task_send(actor=agent, alias="coder", task="keep me")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="keep me")["task_id"]
     browser = login()
     limit_writes(settings, "1/minute")
 

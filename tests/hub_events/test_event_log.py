@@ -13,12 +13,12 @@ from hub_core.doorbell import Doorbell, feed_group
 from hub_events.models import OPERATORS, Event
 from hub_events.selectors import events_after, events_position
 from hub_events.services import events_prune, events_seal_leftovers
-from tests.helpers.calls import broadcast_send, task_send
+from tests.helpers.calls import broadcast, send_task
 
 
 def test_an_event_is_written_and_sealed_with_its_change(agent, network, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        sent = task_send(actor=agent, alias="coder", task="build")
+        sent = send_task(actor=agent, alias="coder", task="build")
         rows = list(Event.objects.filter(type="new_task").order_by("id"))
         assert [row.audience for row in rows] == [OPERATORS, "coder"]
         assert rows[0].seq is not None and rows[1].seq == rows[0].seq + 1  # in the write's transaction
@@ -33,7 +33,7 @@ def test_an_event_is_written_and_sealed_with_its_change(agent, network, django_c
 def test_a_rolled_back_change_records_and_pushes_nothing(agent, network, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(RuntimeError), transaction.atomic():
-            task_send(actor=agent, alias="coder", task="never")
+            send_task(actor=agent, alias="coder", task="never")
             raise RuntimeError("changed my mind")
 
     assert callbacks == []
@@ -44,7 +44,7 @@ def test_a_rolled_back_change_records_and_pushes_nothing(agent, network, publish
 def test_feed_positions_only_grow_and_page_in_order(agent, network, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         for n in range(5):
-            task_send(actor=agent, alias="coder", task=f"task {n}")
+            send_task(actor=agent, alias="coder", task=f"task {n}")
 
     frames = events_after(network_id=network.id, audience="coder", after=0)
     ids = [frame["id"] for frame in frames]
@@ -58,7 +58,7 @@ def test_a_broadcast_is_sealed_once_for_all_its_events(agent, network, online, d
     for alias in ("a", "b", "c"):
         online(alias)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        broadcast_send(actor=agent, message="deploy at 5")
+        broadcast(actor=agent, message="deploy at 5")
 
     assert len(callbacks) == 1  # one outbox for the transaction, not one per recipient
     callbacks[0]()
@@ -93,7 +93,7 @@ def test_the_doorbell_rings_for_the_audience_only_after_commit(agent, network):
 
             def send_and_peek() -> bool:
                 with transaction.atomic():
-                    task_send(actor=agent, alias="coder", task="ring")
+                    send_task(actor=agent, alias="coder", task="ring")
                     return async_to_sync(bell.wait)(0.3)  # inside the transaction: must stay silent
 
             rang_before = await sync_to_async(send_and_peek)()
@@ -111,7 +111,7 @@ def test_a_large_broadcast_is_sealed_whole_after_commit(agent, network, django_c
         AgentSession(network=network, resume_id=f"r{n}", alias=f"a{n:03}", status="idle") for n in range(600)
     )
     with django_capture_on_commit_callbacks(execute=True):
-        sent = broadcast_send(actor=agent, message="all hands")
+        sent = broadcast(actor=agent, message="all hands")
 
     assert sent["recipients"] == 600
     assert not Event.objects.filter(seq__isnull=True).exists()  # 1200 rows: more than one seal batch

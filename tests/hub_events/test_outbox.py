@@ -8,7 +8,7 @@ from django.db import transaction
 
 from hub_core.doorbell import feed_group
 from hub_events.models import OPERATORS, Event
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 
 
 def unsealed() -> int:
@@ -19,9 +19,9 @@ def unsealed() -> int:
 def test_a_publish_after_a_rolled_back_savepoint_is_still_delivered_at_commit(agent):
     with transaction.atomic():
         with pytest.raises(RuntimeError), transaction.atomic():
-            task_send(actor=agent, alias="coder", task="taken back")  # the transaction's first publish
+            send_task(actor=agent, alias="coder", task="taken back")  # the transaction's first publish
             raise RuntimeError("not this one")
-        task_send(actor=agent, alias="coder", task="kept")
+        send_task(actor=agent, alias="coder", task="kept")
 
     (kept,) = Event.objects.filter(audience="coder")
     assert kept.payload["content"] == "kept"
@@ -34,10 +34,10 @@ def test_many_publishes_in_nested_blocks_are_delivered_together_once(
     rung: list[list[str]] = []
     monkeypatch.setattr("hub_core.events.ring", lambda groups: rung.append(list(groups)))
     with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
-        task_send(actor=agent, alias="a", task="1")
+        send_task(actor=agent, alias="a", task="1")
         with transaction.atomic():
-            task_send(actor=agent, alias="b", task="2")
-        task_send(actor=agent, alias="c", task="3")
+            send_task(actor=agent, alias="b", task="2")
+        send_task(actor=agent, alias="c", task="3")
 
     assert unsealed() == 0  # each send sealed its event, before the commit
     for callback in callbacks:
@@ -48,9 +48,9 @@ def test_many_publishes_in_nested_blocks_are_delivered_together_once(
 @pytest.mark.django_db(transaction=True)
 def test_a_rolled_back_transaction_leaves_nothing_for_the_next_one_to_deliver(agent):
     with pytest.raises(RuntimeError), transaction.atomic():
-        task_send(actor=agent, alias="coder", task="never")
+        send_task(actor=agent, alias="coder", task="never")
         raise RuntimeError("rolled back")
-    task_send(actor=agent, alias="coder", task="sent")  # its own transaction: delivered at its commit
+    send_task(actor=agent, alias="coder", task="sent")  # its own transaction: delivered at its commit
 
     assert {event.payload["content"] for event in Event.objects.all()} == {"sent"}
     assert unsealed() == 0

@@ -19,7 +19,7 @@ from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.waiting import in_pool
 from hub_events.models import OPERATORS, Event
 from hub_events.selectors import events_after
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 
 
 def operators_feed(network) -> list[tuple[int, str]]:
@@ -35,9 +35,9 @@ def message(network, content: str) -> HubEvent:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_send_commits_once_with_its_events_already_sealed(agent, network):
-    task_send(actor=agent, alias="coder", task="warm up")  # the network's counter row exists
+    send_task(actor=agent, alias="coder", task="warm up")  # the network's counter row exists
     with CaptureQueriesContext(connection) as queries:
-        task_send(actor=agent, alias="coder", task="build")
+        send_task(actor=agent, alias="coder", task="build")
 
     statements = [q["sql"] for q in queries.captured_queries]
     assert [s for s in statements if s.startswith("COMMIT")] == ["COMMIT"] or connection.vendor != "postgresql"
@@ -53,8 +53,8 @@ def test_rows_are_sealed_before_the_commit_and_only_rings_wait_for_it(
     monkeypatch.setattr("hub_core.events.ring", lambda groups: rung.append(list(groups)))
     with django_capture_on_commit_callbacks(execute=True):
         with sealed_atomic():
-            task_send(actor=agent, alias="a", task="1")
-            task_send(actor=agent, alias="b", task="2")
+            send_task(actor=agent, alias="a", task="1")
+            send_task(actor=agent, alias="b", task="2")
             assert Event.objects.filter(seq__isnull=True).count() == 4  # the outermost block seals
         assert not Event.objects.filter(seq__isnull=True).exists()  # sealed, still uncommitted
         assert rung == []
@@ -82,9 +82,9 @@ def test_a_rolled_back_savepoint_leaves_no_sealed_rows_and_no_gap(agent, network
         publish(message(network, "kept 2"))
     with transaction.atomic():  # a caller's own transaction around a service
         with pytest.raises(RuntimeError), transaction.atomic():
-            task_send(actor=agent, alias="coder", task="sealed, then taken back")
+            send_task(actor=agent, alias="coder", task="sealed, then taken back")
             raise RuntimeError("nor this one")
-        task_send(actor=agent, alias="coder", task="kept 3")
+        send_task(actor=agent, alias="coder", task="kept 3")
         assert not Event.objects.filter(seq__isnull=True).exists()  # sealed before the real commit
 
     feed = operators_feed(network)
@@ -98,7 +98,7 @@ def test_a_rolled_back_savepoint_leaves_no_sealed_rows_and_no_gap(agent, network
 def test_a_second_writer_takes_its_positions_only_after_the_first_commits(agent, network):
     if connection.vendor != "postgresql":
         pytest.skip("SQLite lets one transaction write at a time")
-    task_send(actor=agent, alias="coder", task="warm up")
+    send_task(actor=agent, alias="coder", task="warm up")
     sealed = threading.Event()
     second: dict[str, object] = {}
 
@@ -107,13 +107,13 @@ def test_a_second_writer_takes_its_positions_only_after_the_first_commits(agent,
             sealed.wait(timeout=30)
             connection.ensure_connection()
             second["pid"] = connection.connection.info.backend_pid
-            second["result"] = task_send(actor=agent, alias="coder", task="second")
+            second["result"] = send_task(actor=agent, alias="coder", task="second")
         finally:
             connection.close()
 
     thread = threading.Thread(target=second_writer)
     with transaction.atomic():
-        task_send(actor=agent, alias="coder", task="first")  # sealed: its counter row lock is held
+        send_task(actor=agent, alias="coder", task="first")  # sealed: its counter row lock is held
         thread.start()
         sealed.set()
         waiting = False
@@ -151,7 +151,7 @@ def test_a_write_on_the_pool_hands_its_ring_to_the_event_loop(agent, network, mo
             done.set()
 
         monkeypatch.setattr(doorbell, "_ring", ring_on_this_loop)
-        await in_pool(lambda: task_send(actor=agent, alias="coder", task="ring"))
+        await in_pool(lambda: send_task(actor=agent, alias="coder", task="ring"))
         await asyncio.wait_for(done.wait(), timeout=10)
         return rung
 

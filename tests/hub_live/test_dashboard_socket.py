@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
 from hub_agents.services import membership_set
-from tests.helpers.calls import task_send
+from tests.helpers.calls import send_task
 from tests.helpers.dashboard import signed_in, websocket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +26,7 @@ def test_anything_a_client_sends_is_ignored_and_the_socket_stays_open(frame, net
         hello = await socket.receive_json_from(timeout=10)
         await socket.send_to(**frame)
         quiet = await socket.receive_nothing(timeout=0.3)
-        await sync_to_async(task_send)(actor=agent, alias="coder", task="still live")
+        await sync_to_async(send_task)(actor=agent, alias="coder", task="still live")
         pushed = await socket.receive_json_from(timeout=10)
         await socket.disconnect()
         return connected, hello, quiet, pushed

@@ -15,7 +15,7 @@ from hub_agents.services import token_create
 from hub_search.models import SearchEntry
 from hub_tools.tools import TOOLS_BY_NAME
 from tests.helpers import refused
-from tests.helpers.calls import completion_report, message_send, reply_send, task_send
+from tests.helpers.calls import report_completion, send_message, send_reply, send_task
 from tests.helpers.rest import assert_refused
 
 pytestmark = pytest.mark.django_db
@@ -40,17 +40,17 @@ class Corpus:
 
     def task(self, label: str, alias: str, text: str, context: str | None = None) -> str:
         self.clock.tick(1)
-        task_id = task_send(actor=self.actor, alias=alias, task=text, context=context, from_session="lead")["task_id"]
+        task_id = send_task(actor=self.actor, alias=alias, task=text, context=context, from_session="lead")["task_id"]
         self.ids[label] = ("task", task_id)
         return task_id
 
     def message(self, label: str, alias: str, text: str) -> None:
         self.clock.tick(1)
-        self.ids[label] = ("message", message_send(actor=self.actor, alias=alias, message=text)["message_id"])
+        self.ids[label] = ("message", send_message(actor=self.actor, alias=alias, message=text)["message_id"])
 
     def completion(self, label: str, alias: str, task: str, result: str) -> None:
         self.clock.tick(1)
-        completion_report(actor=self.actor, alias=alias, task=task, result=result)
+        report_completion(actor=self.actor, alias=alias, task=task, result=result)
         newest = SearchEntry.objects.filter(kind="completion").order_by("-created_at", "-id").first()
         self.ids[label] = ("completion", newest.object_id)
 
@@ -123,7 +123,7 @@ def test_snippets_mark_the_matching_words(corpus, agent):
 
 def test_a_snippet_of_a_long_text_is_cut_around_the_match_and_never_shows_a_marker_of_the_text(agent):
     filler = " ".join(f"word{n}" for n in range(200))
-    task_send(actor=agent, alias="coder", task=f"{filler} the «needle» here {filler}")
+    send_task(actor=agent, alias="coder", task=f"{filler} the «needle» here {filler}")
     (hit,) = search(agent, "needle")
     assert hit["snippet"].startswith("…") and hit["snippet"].endswith("…")
     assert "the \u2039«needle»\u203a here" in hit["snippet"]
@@ -131,18 +131,18 @@ def test_a_snippet_of_a_long_text_is_cut_around_the_match_and_never_shows_a_mark
 
 
 def test_more_matches_rank_first(agent, clock):
-    task_send(actor=agent, alias="coder", task="flaky test once")
+    send_task(actor=agent, alias="coder", task="flaky test once")
     clock.tick(1)
-    task_send(actor=agent, alias="coder", task="flaky flaky flaky test")
+    send_task(actor=agent, alias="coder", task="flaky flaky flaky test")
     clock.tick(1)
-    task_send(actor=agent, alias="coder", task="a test that is not it")
+    send_task(actor=agent, alias="coder", task="a test that is not it")
     results = search(agent, "flaky test")
     assert [row["title"] for row in results] == ["flaky flaky flaky test", "flaky test once"]
     assert results[0]["rank"] > results[1]["rank"]
 
 
 def test_another_network_never_shows_even_with_the_same_words(corpus, agent, outsider):
-    theirs = task_send(actor=outsider, alias="coder", task="Deploy the staging cluster after the database migration")
+    theirs = send_task(actor=outsider, alias="coder", task="Deploy the staging cluster after the database migration")
     mine = search(agent, "staging cluster")
     assert corpus.labels(mine) == ["t1"]
     (only,) = search(outsider, "staging cluster")
@@ -163,12 +163,12 @@ def test_filters_kinds_alias_since_and_limit(corpus, agent):
 
 
 def test_a_task_is_found_by_its_result_once_it_has_one(agent):
-    task_id = task_send(actor=agent, alias="coder", task="look into the outage")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="look into the outage")["task_id"]
     assert search(agent, "kernel") == []
-    reply_send(actor=agent, alias="lead", text="a kernel panic", in_reply_to=task_id, from_session="coder")
+    send_reply(actor=agent, alias="lead", text="a kernel panic", in_reply_to=task_id, from_session="coder")
     kinds = {row["kind"] for row in search(agent, "kernel panic")}
     assert "message" in kinds
-    completion_report(actor=agent, alias="coder", task=task_id, result="root cause: a kernel panic")
+    report_completion(actor=agent, alias="coder", task=task_id, result="root cause: a kernel panic")
     found = {(row["kind"], row["id"]) for row in search(agent, "kernel panic")}
     assert ("task", task_id) in found
     assert {kind for kind, _ in found} == {"task", "message", "completion"}

@@ -20,7 +20,7 @@ from hub_channels.models import ChannelPost
 from hub_search.models import SearchEntry
 from hub_tools.tools import TOOLS_BY_NAME
 from tests.helpers import refused
-from tests.helpers.calls import channel_create, channel_leave, channel_post, channel_read, task_send
+from tests.helpers.calls import channel_create, channel_leave, channel_post, channel_read, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -147,7 +147,7 @@ def test_retention_by_age_hides_a_post_at_once_and_the_sweep_deletes_it(agent, c
 
 
 def test_aged_posts_never_leave_a_page_short_while_older_matches_exist(agent, clock):
-    task_id = task_send(actor=agent, alias="lead", task="release notes draft", from_session="pm")["task_id"]
+    task_id = send_task(actor=agent, alias="lead", task="release notes draft", from_session="pm")["task_id"]
     ops = channel(agent, "ops", "lead", ["coder"], retention_seconds=60)
     clock.tick(1)
     aged = post(agent, ops, "coder", "release notes reviewed")

@@ -15,41 +15,41 @@ from hub_agents.services import token_create
 from hub_tasks.models import Task
 from tests.helpers import NOW
 from tests.helpers.calls import (
-    completion_report,
-    reply_send,
-    task_cancel,
-    task_get,
-    task_reassign,
-    task_retry,
-    task_send,
+    cancel_task,
+    get_task,
+    reassign_task,
+    report_completion,
+    retry_task,
+    send_reply,
+    send_task,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
 
 
 def _fail(agent, task_id: str, text: str, **extra: Any) -> None:
-    reply_send(actor=agent, alias="lead", text=text, in_reply_to=task_id, status="failed", **extra)
+    send_reply(actor=agent, alias="lead", text=text, in_reply_to=task_id, status="failed", **extra)
 
 
 def _fail_retry_fail_retry_reply(agent, clock) -> str:
-    task_id = task_send(actor=agent, alias="coder", task="publish the notes", from_session="lead")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="publish the notes", from_session="lead")["task_id"]
     clock.tick(60)
     _fail(agent, task_id, "registry is down (503)")
     clock.tick(60)
-    task_retry(actor=agent, task_id=task_id, from_session="lead")
+    retry_task(actor=agent, task_id=task_id, from_session="lead")
     clock.tick(60)
     _fail(agent, task_id, "disk full", from_session="coder-2")
     clock.tick(60)
-    task_retry(actor=agent, task_id=task_id, from_session="lead")
+    retry_task(actor=agent, task_id=task_id, from_session="lead")
     clock.tick(60)
-    reply_send(actor=agent, alias="lead", text="published", in_reply_to=task_id, from_session="coder")
+    send_reply(actor=agent, alias="lead", text="published", in_reply_to=task_id, from_session="coder")
     return task_id
 
 
 def test_fail_retry_fail_retry_reply_keeps_three_attempts(agent, clock):
     task_id = _fail_retry_fail_retry_reply(agent, clock)
 
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
 
     assert [(a["number"], a["alias"], a["outcome"], a["result"], a["ended_by"]) for a in found["attempts"]] == [
         (1, "coder", "failed", "registry is down (503)", "coder"),
@@ -66,20 +66,20 @@ def test_fail_retry_fail_retry_reply_keeps_three_attempts(agent, clock):
 
 
 def test_a_failure_is_attributed_to_the_agent_that_reported_it_not_to_hub(agent, clock):
-    task_id = task_send(actor=agent, alias="coder", task="publish", from_session="lead")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="publish", from_session="lead")["task_id"]
     _fail(agent, task_id, "registry is down (503)")  # no from_session, as agents often send it
 
-    failed = [e for e in task_get(actor=agent, task_id=task_id)["events"] if e["to_status"] == "failed"]
+    failed = [e for e in get_task(actor=agent, task_id=task_id)["events"] if e["to_status"] == "failed"]
 
     assert [e["detail"] for e in failed] == ["reply from coder"]
 
 
 def test_a_retry_leaves_the_failed_attempt_whole_and_opens_a_fresh_one(agent, clock):
-    task_id = task_send(actor=agent, alias="coder", task="publish", from_session="lead")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="publish", from_session="lead")["task_id"]
     _fail(agent, task_id, "registry is down (503)")
-    task_retry(actor=agent, task_id=task_id, from_session="lead")
+    retry_task(actor=agent, task_id=task_id, from_session="lead")
 
-    first, second = task_get(actor=agent, task_id=task_id)["attempts"]
+    first, second = get_task(actor=agent, task_id=task_id)["attempts"]
 
     assert first["result"] == "registry is down (503)" and first["outcome"] == "failed"
     assert second == {
@@ -103,16 +103,16 @@ def test_a_retry_leaves_the_failed_attempt_whole_and_opens_a_fresh_one(agent, cl
 
 def test_reassign_hands_the_attempt_on_and_cancel_and_completion_end_one(agent, online, clock):
     online("coder", status="idle")
-    task_id = task_send(actor=agent, alias="coder", task="port the lexer", from_session="lead")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="port the lexer", from_session="lead")["task_id"]
     online("coder", status="working", task=task_id)
     clock.tick(30)
-    task_reassign(actor=agent, task_id=task_id, new_alias="helper", from_session="lead")
+    reassign_task(actor=agent, task_id=task_id, new_alias="helper", from_session="lead")
     clock.tick(30)
-    task_cancel(actor=agent, task_id=task_id, reason="not needed", from_session="lead")
-    task_retry(actor=agent, task_id=task_id, from_session="lead")
-    completion_report(actor=agent, alias="helper", task=task_id, result="lexer ported")
+    cancel_task(actor=agent, task_id=task_id, reason="not needed", from_session="lead")
+    retry_task(actor=agent, task_id=task_id, from_session="lead")
+    report_completion(actor=agent, alias="helper", task=task_id, result="lexer ported")
 
-    attempts = task_get(actor=agent, task_id=task_id)["attempts"]
+    attempts = get_task(actor=agent, task_id=task_id)["attempts"]
 
     assert [(a["alias"], a["outcome"], a["ended_by"]) for a in attempts] == [
         ("coder", "reassigned", "lead"),

@@ -33,17 +33,17 @@ from hub_tasks.counts import counts_fold
 from hub_tasks.models import ACTIVE, TERMINAL, WAITING, Task, TaskCount, TaskDeadline
 from hub_tasks.selectors import task_page
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    reply_send,
-    session_report,
-    task_ack,
-    task_cancel,
-    task_list,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    cancel_task,
+    get_inbox,
+    list_tasks,
+    reassign_task,
+    report_completion,
+    report_status,
+    retry_task,
+    send_ack,
+    send_reply,
+    send_task,
 )
 from tests.helpers.hostile import FUZZ
 from tests.helpers.races import race
@@ -66,7 +66,7 @@ def counted(network: Network) -> list[dict[str, Any]]:
 
 
 def assert_in_step(agent: Actor, network: Network) -> None:
-    assert task_list(actor=agent)["stats"] == counted(network)
+    assert list_tasks(actor=agent)["stats"] == counted(network)
     _, stats = task_page(actor=agent, network_id=network.id)
     assert stats == sorted(counted(network), key=lambda row: row["status"])
     waiting = Task.objects.filter(network=network, status__in=WAITING).aggregate(earliest=Min("expires_at"))
@@ -83,18 +83,18 @@ def _ops(agent: Actor, network: Network, clock: FrozenDateTimeFactory, tasks: li
 
     def send(n: int) -> None:
         ttl = (1, 30, 3600)[n % 3]
-        answer = task_send(actor=agent, alias=ALIASES[n % 2], task=f"job {n}", from_session="lead", ttl_seconds=ttl)
+        answer = send_task(actor=agent, alias=ALIASES[n % 2], task=f"job {n}", from_session="lead", ttl_seconds=ttl)
         tasks.append(answer["task_id"])
 
-    def ack_inbox(n: int) -> None:
+    def ack(n: int) -> None:
         alias = ALIASES[n % 2]
-        messages = [m for m in inbox_list(actor=agent, alias=alias, limit=100)["messages"] if m["type"] == "task"]
+        messages = [m for m in get_inbox(actor=agent, alias=alias, limit=100)["messages"] if m["type"] == "task"]
         if messages:
-            inbox_ack(actor=agent, alias=alias, message_id=messages[n % len(messages)]["id"])
+            ack_inbox(actor=agent, alias=alias, message_id=messages[n % len(messages)]["id"])
 
     def time_passes(n: int) -> None:
         clock.tick((1, 29, 3599)[n % 3])
-        task_list(actor=agent)  # a look settles what fell due
+        list_tasks(actor=agent)  # a look settles what fell due
 
     def delete(task_id: str, n: int) -> None:  # as the admin may
         Task.objects.filter(pk=task_id).delete()
@@ -105,11 +105,11 @@ def _ops(agent: Actor, network: Network, clock: FrozenDateTimeFactory, tasks: li
 
     def start(task_id: str, n: int) -> None:
         alias = holder(task_id)
-        session_report(actor=agent, resume_id=f"r-{alias}", alias=alias, status="working", task=task_id)
+        report_status(actor=agent, resume_id=f"r-{alias}", alias=alias, status="working", task=task_id)
 
     def reply(task_id: str, n: int) -> None:
         outcome = ("replied", "failed", "cancelled")[n % 3]
-        reply_send(actor=agent, alias="lead", text="r", in_reply_to=task_id, status=outcome)
+        send_reply(actor=agent, alias="lead", text="r", in_reply_to=task_id, status=outcome)
 
     def on_a_task(call: Callable[[str, int], Any], statuses: Iterable[str] = ()) -> Op:
         """`call` on one of the tasks, mostly one whose status allows the move (else any)."""
@@ -124,19 +124,19 @@ def _ops(agent: Actor, network: Network, clock: FrozenDateTimeFactory, tasks: li
 
     return {
         "send": send,
-        "ack_inbox": ack_inbox,
-        "send_ack": on_a_task(lambda task_id, n: task_ack(actor=agent, task_id=task_id), ACTIVE),
+        "ack_inbox": ack,
+        "send_ack": on_a_task(lambda task_id, n: send_ack(actor=agent, task_id=task_id), ACTIVE),
         "start": on_a_task(start, ACTIVE),
         "complete": on_a_task(
-            lambda task_id, n: completion_report(actor=agent, alias=holder(task_id), task=task_id, result="done"),
+            lambda task_id, n: report_completion(actor=agent, alias=holder(task_id), task=task_id, result="done"),
             ACTIVE,
         ),
         "reply": on_a_task(reply, ACTIVE),
-        "cancel": on_a_task(lambda task_id, n: task_cancel(actor=agent, task_id=task_id), ACTIVE),
+        "cancel": on_a_task(lambda task_id, n: cancel_task(actor=agent, task_id=task_id), ACTIVE),
         "reassign": on_a_task(
-            lambda task_id, n: task_reassign(actor=agent, task_id=task_id, new_alias=ALIASES[n % 2]), ACTIVE
+            lambda task_id, n: reassign_task(actor=agent, task_id=task_id, new_alias=ALIASES[n % 2]), ACTIVE
         ),
-        "retry": on_a_task(lambda task_id, n: task_retry(actor=agent, task_id=task_id), TERMINAL),
+        "retry": on_a_task(lambda task_id, n: retry_task(actor=agent, task_id=task_id), TERMINAL),
         "time_passes": time_passes,
         # As tests and scripts do: a raw update the tools never make.
         "raw_created": on_a_task(
@@ -173,11 +173,11 @@ def test_the_counts_equal_a_count_of_the_tasks_after_any_mix_of_changes(agent, n
 
 def test_stats_are_summed_from_the_counts_not_counted_over_the_tasks(agent, network):
     for n in range(3):
-        task_send(actor=agent, alias="coder", task=f"t{n}")
-    task_list(actor=agent)
+        send_task(actor=agent, alias="coder", task=f"t{n}")
+    list_tasks(actor=agent)
 
     with CaptureQueriesContext(connection) as captured:
-        stats = task_list(actor=agent)["stats"]
+        stats = list_tasks(actor=agent)["stats"]
 
     grouped = [q["sql"] for q in captured.captured_queries if "GROUP BY" in q["sql"]]
     assert len(grouped) == 1 and "hub_tasks_taskcount" in grouped[0] and '"hub_tasks_task"' not in grouped[0]
@@ -185,30 +185,30 @@ def test_stats_are_summed_from_the_counts_not_counted_over_the_tasks(agent, netw
 
 
 def test_a_fold_leaves_one_row_per_status_and_the_same_stats(agent, network):
-    first = task_send(actor=agent, alias="coder", task="a")["task_id"]
-    task_send(actor=agent, alias="coder", task="b")
-    task_cancel(actor=agent, task_id=first)
-    task_send(actor=agent, alias="coder", task="c")
-    before = task_list(actor=agent)["stats"]
+    first = send_task(actor=agent, alias="coder", task="a")["task_id"]
+    send_task(actor=agent, alias="coder", task="b")
+    cancel_task(actor=agent, task_id=first)
+    send_task(actor=agent, alias="coder", task="c")
+    before = list_tasks(actor=agent)["stats"]
     assert TaskCount.objects.filter(network=network).count() == 5
 
     counts_fold(network.id)
 
     rows = TaskCount.objects.filter(network=network).values_list("status", "n")
     assert sorted(rows) == [("cancelled", 1), ("delivered", 2)]
-    assert task_list(actor=agent)["stats"] == before == counted(network)
+    assert list_tasks(actor=agent)["stats"] == before == counted(network)
 
 
 def test_a_network_is_folded_after_every_fold_every_changes_commit(
     agent, network, monkeypatch, django_capture_on_commit_callbacks
 ):
     monkeypatch.setattr(counts, "FOLD_EVERY", 3)
-    task_send(actor=agent, alias="coder", task="a")
-    task_send(actor=agent, alias="coder", task="b")
+    send_task(actor=agent, alias="coder", task="a")
+    send_task(actor=agent, alias="coder", task="b")
     assert TaskCount.objects.filter(network=network).count() == 2
 
     with django_capture_on_commit_callbacks(execute=True):
-        task_send(actor=agent, alias="coder", task="c")
+        send_task(actor=agent, alias="coder", task="c")
 
     assert list(TaskCount.objects.filter(network=network).values_list("status", "n")) == [("delivered", 3)]
 
@@ -223,16 +223,16 @@ def test_a_bulk_insert_and_a_bulk_delete_are_counted(agent, network):
         Task(network=network, to_name=f"agent-{n}", status=("replied", "delivered")[n % 2], expires_at=later, **fields)
         for n in range(10)
     )
-    assert task_list(actor=agent)["stats"] == [{"status": "delivered", "count": 5}, {"status": "replied", "count": 5}]
+    assert list_tasks(actor=agent)["stats"] == [{"status": "delivered", "count": 5}, {"status": "replied", "count": 5}]
 
     Task.objects.filter(network=network, status="replied").delete()
 
-    assert task_list(actor=agent)["stats"] == [{"status": "delivered", "count": 5}] == counted(network)
+    assert list_tasks(actor=agent)["stats"] == [{"status": "delivered", "count": 5}] == counted(network)
 
 
 def test_deleting_a_network_with_tasks_deletes_its_counts_and_deadline(agent, network, other_network, make_actor):
-    task_send(actor=agent, alias="coder", task="t")
-    task_send(actor=make_actor(other_network), alias="coder", task="elsewhere")
+    send_task(actor=agent, alias="coder", task="t")
+    send_task(actor=make_actor(other_network), alias="coder", task="elsewhere")
     kept = TaskCount.objects.exclude(network=network).count()
 
     network_delete(network=network, by="operator")
@@ -244,9 +244,9 @@ def test_deleting_a_network_with_tasks_deletes_its_counts_and_deadline(agent, ne
 
 def test_the_migration_fills_the_counts_and_deadlines_of_tasks_already_there(agent, network, clock):
     for ttl in (60, 120):
-        task_send(actor=agent, alias="coder", task=f"ttl {ttl}", ttl_seconds=ttl)
-    cancelled = task_send(actor=agent, alias="coder", task="c", ttl_seconds=30)["task_id"]
-    task_cancel(actor=agent, task_id=cancelled)
+        send_task(actor=agent, alias="coder", task=f"ttl {ttl}", ttl_seconds=ttl)
+    cancelled = send_task(actor=agent, alias="coder", task="c", ttl_seconds=30)["task_id"]
+    cancel_task(actor=agent, task_id=cancelled)
     TaskCount.objects.all().delete()
     TaskDeadline.objects.all().delete()  # as before the migration: tasks, and neither table filled
 
@@ -255,7 +255,10 @@ def test_the_migration_fills_the_counts_and_deadlines_of_tasks_already_there(age
         for statement in migration.FILL:
             cursor.execute(statement)
 
-    assert task_list(actor=agent)["stats"] == [{"status": "delivered", "count": 2}, {"status": "cancelled", "count": 1}]
+    assert list_tasks(actor=agent)["stats"] == [
+        {"status": "delivered", "count": 2},
+        {"status": "cancelled", "count": 1},
+    ]
     assert TaskDeadline.objects.get(network=network).due_at == timezone.now() + timedelta(seconds=60)
 
 
@@ -266,15 +269,15 @@ def test_the_migration_fills_the_counts_and_deadlines_of_tasks_already_there(age
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("unlimited")
 def test_concurrent_sends_and_moves_in_one_network_keep_the_counts_exact(agent, network):
-    sent = [task_send(actor=agent, alias="coder", task=f"early {n}")["task_id"] for n in range(8)]
+    sent = [send_task(actor=agent, alias="coder", task=f"early {n}")["task_id"] for n in range(8)]
 
     outcomes = race(
-        *[lambda n=n: task_send(actor=agent, alias=ALIASES[n % 2], task=f"t{n}") for n in range(16)],
-        *[lambda t=t: task_cancel(actor=agent, task_id=t) for t in sent[:4]],
-        *[lambda t=t: inbox_ack(actor=agent, alias="coder", message_id=t) for t in sent[4:]],
+        *[lambda n=n: send_task(actor=agent, alias=ALIASES[n % 2], task=f"t{n}") for n in range(16)],
+        *[lambda t=t: cancel_task(actor=agent, task_id=t) for t in sent[:4]],
+        *[lambda t=t: ack_inbox(actor=agent, alias="coder", message_id=t) for t in sent[4:]],
     )
 
     assert all(outcome["ok"] for outcome in outcomes)
-    summed = {row["status"]: row["count"] for row in task_list(actor=agent)["stats"]}
+    summed = {row["status"]: row["count"] for row in list_tasks(actor=agent)["stats"]}
     assert summed == {"delivered": 16, "cancelled": 4, "acked": 4}
-    assert task_list(actor=agent)["stats"] == counted(network)
+    assert list_tasks(actor=agent)["stats"] == counted(network)

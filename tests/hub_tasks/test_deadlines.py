@@ -26,22 +26,22 @@ from hub_tasks import deadlines
 from hub_tasks.deadlines import LEASE, deadlines_raise
 from hub_tasks.models import WAITING, Task, TaskDeadline, TaskStatus
 from tests.helpers.calls import (
-    inbox_ack,
-    inbox_list,
-    session_get,
-    session_report,
-    task_get,
-    task_list,
-    task_reassign,
-    task_send,
+    ack_inbox,
+    get_inbox,
+    get_session_status,
+    get_task,
+    list_tasks,
+    reassign_task,
+    report_status,
+    send_task,
 )
 
 LOOKS: dict[str, Callable[[Actor, str], Any]] = {
-    "get_task": lambda agent, task_id: task_get(actor=agent, task_id=task_id),
-    "get_inbox": lambda agent, task_id: inbox_list(actor=agent, alias="coder"),
-    "list_tasks": lambda agent, task_id: task_list(actor=agent),
-    "get_session_status": lambda agent, task_id: session_get(actor=agent, alias="coder"),
-    "report_status": lambda agent, task_id: session_report(actor=agent, resume_id="r", alias="coder", status="idle"),
+    "get_task": lambda agent, task_id: get_task(actor=agent, task_id=task_id),
+    "get_inbox": lambda agent, task_id: get_inbox(actor=agent, alias="coder"),
+    "list_tasks": lambda agent, task_id: list_tasks(actor=agent),
+    "get_session_status": lambda agent, task_id: get_session_status(actor=agent, alias="coder"),
+    "report_status": lambda agent, task_id: report_status(actor=agent, resume_id="r", alias="coder", status="idle"),
 }
 
 
@@ -67,7 +67,7 @@ def due_at(network: Network):
 
 @pytest.mark.parametrize("look", LOOKS.values(), ids=LOOKS.keys())
 def test_a_look_before_any_deadline_is_due_asks_the_database_nothing_about_deadlines(agent, look):
-    task_id = task_send(actor=agent, alias="coder", task="t", ttl_seconds=60)["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="t", ttl_seconds=60)["task_id"]
     look(agent, task_id)  # the first look after this process's own send reads the deadline, once
 
     sql = statements(lambda: look(agent, task_id))
@@ -77,58 +77,58 @@ def test_a_look_before_any_deadline_is_due_asks_the_database_nothing_about_deadl
 
 
 def test_a_send_of_this_process_is_seen_at_once_with_one_read_of_the_deadline(agent, clock):
-    task_id = task_send(actor=agent, alias="coder", task="t", ttl_seconds=60)["task_id"]
-    task_list(actor=agent)
-    sooner = task_send(actor=agent, alias="coder", task="sooner", ttl_seconds=5)["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="t", ttl_seconds=60)["task_id"]
+    list_tasks(actor=agent)
+    sooner = send_task(actor=agent, alias="coder", task="sooner", ttl_seconds=5)["task_id"]
 
-    sql = statements(lambda: task_get(actor=agent, task_id=task_id))
+    sql = statements(lambda: get_task(actor=agent, task_id=task_id))
     assert (len(deadline_reads(sql)), probes(sql)) == (1, [])
-    assert deadline_reads(statements(lambda: task_get(actor=agent, task_id=task_id))) == []
+    assert deadline_reads(statements(lambda: get_task(actor=agent, task_id=task_id))) == []
     clock.tick(5)
-    statuses = {row["task_id"]: row["status"] for row in task_list(actor=agent)["tasks"]}
+    statuses = {row["task_id"]: row["status"] for row in list_tasks(actor=agent)["tasks"]}
     assert statuses == {task_id: "delivered", sooner: "expired"}
 
 
 def test_a_deadline_written_elsewhere_is_seen_once_the_lease_ends(agent, network, clock):
     """Another process's write drops no copy here; the copy is trusted for LEASE seconds only."""
-    task_id = task_send(actor=agent, alias="coder", task="t", ttl_seconds=3600)["task_id"]
-    task_list(actor=agent)
+    task_id = send_task(actor=agent, alias="coder", task="t", ttl_seconds=3600)["task_id"]
+    list_tasks(actor=agent)
     # As another process (or any SQL) would: the database's triggers bring the network's deadline forward.
     Task.objects.filter(pk=task_id).update(expires_at=timezone.now() + timedelta(seconds=LEASE))
     assert due_at(network) == timezone.now() + timedelta(seconds=LEASE)
-    assert deadline_reads(statements(lambda: task_list(actor=agent))) == []  # within the lease: the copy
+    assert deadline_reads(statements(lambda: list_tasks(actor=agent))) == []  # within the lease: the copy
 
     clock.tick(LEASE)
 
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "expired"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "expired"
 
 
 def test_after_a_sweep_the_deadline_moves_to_the_next_waiting_task(agent, network, clock):
-    first = task_send(actor=agent, alias="coder", task="a", ttl_seconds=60)["task_id"]
-    task_send(actor=agent, alias="coder", task="b", ttl_seconds=120)
-    taken = task_send(actor=agent, alias="coder", task="c", ttl_seconds=90)["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=taken)  # picked up: its deadline no longer counts
+    first = send_task(actor=agent, alias="coder", task="a", ttl_seconds=60)["task_id"]
+    send_task(actor=agent, alias="coder", task="b", ttl_seconds=120)
+    taken = send_task(actor=agent, alias="coder", task="c", ttl_seconds=90)["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=taken)  # picked up: its deadline no longer counts
     assert due_at(network) == timezone.now() + timedelta(seconds=60)
 
     clock.tick(60)
-    task_get(actor=agent, task_id=first)
+    get_task(actor=agent, task_id=first)
 
     assert due_at(network) == timezone.now() + timedelta(seconds=60)  # b's, not c's
     clock.tick(59)
-    sql = statements(lambda: task_list(actor=agent))
+    sql = statements(lambda: list_tasks(actor=agent))
     assert (len(deadline_reads(sql)), probes(sql)) == (1, [])  # the lease has ended: read, but no sweep
 
 
 def test_when_nothing_waits_the_deadline_is_empty_and_no_look_sweeps(agent, network, clock):
-    task_id = task_send(actor=agent, alias="coder", task="t", ttl_seconds=60)["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    task_id = send_task(actor=agent, alias="coder", task="t", ttl_seconds=60)["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=task_id)
     clock.tick(61)
-    task_list(actor=agent)  # the passed deadline was the acked task's: nothing to expire
+    list_tasks(actor=agent)  # the passed deadline was the acked task's: nothing to expire
 
     assert Task.objects.get(pk=task_id).status == "acked"
     assert TaskDeadline.objects.get(network=network).due_at is None
     clock.tick(3600 * 24)
-    assert probes(statements(lambda: task_list(actor=agent))) == []
+    assert probes(statements(lambda: list_tasks(actor=agent))) == []
 
 
 @pytest.mark.parametrize("status", TaskStatus.values)
@@ -149,11 +149,11 @@ def test_only_a_waiting_task_brings_the_deadline_forward_however_its_row_is_writ
 
 def test_a_task_reassigned_past_its_deadline_is_expired_by_the_reassign_itself(agent, clock):
     """A reassign keeps the deadline: one that has passed must not wait for some process's next look."""
-    task_id = task_send(actor=agent, alias="coder", task="t", from_session="lead", ttl_seconds=60)["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    task_id = send_task(actor=agent, alias="coder", task="t", from_session="lead", ttl_seconds=60)["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=task_id)
     clock.tick(120)
 
-    task_reassign(actor=agent, task_id=task_id, new_alias="reviewer")
+    reassign_task(actor=agent, task_id=task_id, new_alias="reviewer")
 
     assert Task.objects.get(pk=task_id).status == "expired"
 
@@ -174,15 +174,15 @@ def patient_raise(monkeypatch) -> Iterator[None]:
 def test_a_raise_waits_for_a_send_it_cannot_see_yet(agent, network):
     if connection.vendor != "postgresql":
         pytest.skip("on SQLite a raise and a send never overlap: each takes the write lock at BEGIN")
-    early = task_send(actor=agent, alias="coder", task="early", ttl_seconds=60)["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=early)  # the network's deadline is now too early
+    early = send_task(actor=agent, alias="coder", task="early", ttl_seconds=60)["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=early)  # the network's deadline is now too early
     sent, release, outcome = threading.Event(), threading.Event(), {}
 
     def send_and_hold() -> None:
         try:
             with transaction.atomic():
                 # Later than the network's deadline: the triggers leave it (and its row) alone.
-                outcome["task_id"] = task_send(actor=agent, alias="coder", task="late", ttl_seconds=600)["task_id"]
+                outcome["task_id"] = send_task(actor=agent, alias="coder", task="late", ttl_seconds=600)["task_id"]
                 sent.set()
                 release.wait(60)
         finally:

@@ -22,31 +22,31 @@ from hub_core.events import EventType
 from hub_tasks import limits
 from tests.helpers import refused
 from tests.helpers.calls import (
-    inbox_list,
-    reply_send,
-    task_cancel,
-    task_get,
-    task_list,
-    task_send,
+    cancel_task,
+    get_inbox,
+    get_task,
+    list_tasks,
+    send_reply,
+    send_task,
 )
 
 LEAD, CODER = "lead", "coder"
 
 
 def send(agent, name: str, **extra: Any) -> str:
-    return task_send(actor=agent, alias=CODER, task=name, from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=CODER, task=name, from_session=LEAD, **extra)["task_id"]
 
 
 def reply(agent, task_id: str, status: str = "replied") -> None:
-    reply_send(actor=agent, alias=LEAD, text="done", in_reply_to=task_id, status=status, from_session=CODER)
+    send_reply(actor=agent, alias=LEAD, text="done", in_reply_to=task_id, status=status, from_session=CODER)
 
 
 def inbox_tasks(agent) -> set[str]:
-    return {m["task_id"] for m in inbox_list(actor=agent, alias=CODER, limit=100)["messages"]}
+    return {m["task_id"] for m in get_inbox(actor=agent, alias=CODER, limit=100)["messages"]}
 
 
 def status(agent, task_id: str) -> str:
-    return task_get(actor=agent, task_id=task_id)["task"]["status"]
+    return get_task(actor=agent, task_id=task_id)["task"]["status"]
 
 
 @pytest.fixture
@@ -65,9 +65,9 @@ def test_a_diamond_delivers_each_task_once_all_it_waits_for_is_replied(
     a, b, c, d = diamond["A"], diamond["B"], diamond["C"], diamond["D"]
     assert inbox_tasks(agent) == {a}
     assert [status(agent, t) for t in (b, c, d)] == ["created"] * 3
-    held = task_get(actor=agent, task_id=d)
+    held = get_task(actor=agent, task_id=d)
     assert (held["task"]["depends_on"], held["task"]["expires_at"], held["attempts"]) == ([b, c], None, [])
-    assert task_get(actor=agent, task_id=a)["task"]["dependents"] == [b, c]
+    assert get_task(actor=agent, task_id=a)["task"]["dependents"] == [b, c]
 
     reply(agent, a)
     assert inbox_tasks(agent) == {b, c}
@@ -78,7 +78,7 @@ def test_a_diamond_delivers_each_task_once_all_it_waits_for_is_replied(
         reply(agent, c)
     assert status(agent, d) == "delivered"
     assert inbox_tasks(agent) == {d}
-    released = task_get(actor=agent, task_id=d)
+    released = get_task(actor=agent, task_id=d)
     assert released["task"]["expires_at"] is not None
     assert [attempt["number"] for attempt in released["attempts"]] == [1]
     assert [e["detail"] for e in released["events"]][-1] == "dependencies met"
@@ -97,18 +97,18 @@ def test_a_failed_dependency_cancels_its_dependents_naming_it(agent, diamond):
     reply(agent, diamond["A"])
     reply(agent, diamond["B"])
     reply(agent, diamond["C"], status="failed")
-    d = task_get(actor=agent, task_id=diamond["D"])
+    d = get_task(actor=agent, task_id=diamond["D"])
     assert d["task"]["status"] == "cancelled"
     assert d["events"][-1]["detail"] == f"dependency {diamond['C']} failed"
     assert diamond["D"] not in inbox_tasks(agent)
-    notices = [m for m in inbox_list(actor=agent, alias=LEAD, limit=100)["messages"] if m["type"] == "notice"]
+    notices = [m for m in get_inbox(actor=agent, alias=LEAD, limit=100)["messages"] if m["type"] == "notice"]
     assert any(diamond["C"] in m["content"] and m["task_id"] == diamond["D"] for m in notices)
 
 
 def test_a_cancelled_task_cancels_the_whole_chain_after_it(agent, diamond):
-    task_cancel(actor=agent, task_id=diamond["A"], reason="not needed")
+    cancel_task(actor=agent, task_id=diamond["A"], reason="not needed")
     assert [status(agent, diamond[n]) for n in "BCD"] == ["cancelled"] * 3
-    assert task_get(actor=agent, task_id=diamond["D"])["events"][-1]["detail"].startswith("dependency ")
+    assert get_task(actor=agent, task_id=diamond["D"])["events"][-1]["detail"].startswith("dependency ")
 
 
 def test_on_dependency_failure_run_delivers_it_anyway(agent):
@@ -165,10 +165,10 @@ def test_a_dependent_the_cascade_cancelled_is_cancelled_once(agent):
     a = send(agent, "A")
     b = send(agent, "B", depends_on=[a])
     c = send(agent, "C", depends_on=[a, b])
-    task_cancel(actor=agent, task_id=a)
-    moves = [(e["from_status"], e["to_status"]) for e in task_get(actor=agent, task_id=c)["events"]]
+    cancel_task(actor=agent, task_id=a)
+    moves = [(e["from_status"], e["to_status"]) for e in get_task(actor=agent, task_id=c)["events"]]
     assert moves == [(None, "created"), ("created", "cancelled")]
-    notices = [m for m in inbox_list(actor=agent, alias=LEAD, limit=100)["messages"] if m["type"] == "notice"]
+    notices = [m for m in get_inbox(actor=agent, alias=LEAD, limit=100)["messages"] if m["type"] == "notice"]
     assert len([m for m in notices if m["task_id"] == c]) == 1, "its sender is told once"
 
 
@@ -196,7 +196,7 @@ def test_fan_out_and_fan_in_of_any_width(agent):
 
 
 def test_a_dependency_in_another_network_is_not_found(agent, outsider):
-    theirs = task_send(actor=outsider, alias=CODER, task="theirs")["task_id"]
+    theirs = send_task(actor=outsider, alias=CODER, task="theirs")["task_id"]
     error = refused(send, agent, "D", depends_on=[theirs])
     assert error.code == "task_not_found"
     assert theirs in error.message
@@ -212,12 +212,12 @@ def test_no_cycle_can_be_named(agent):
 
 
 def test_list_tasks_blocked_shows_only_the_tasks_that_wait(agent, diamond):
-    blocked = {row["task_id"] for row in task_list(actor=agent, blocked=True)["tasks"]}
+    blocked = {row["task_id"] for row in list_tasks(actor=agent, blocked=True)["tasks"]}
     assert blocked == {diamond["B"], diamond["C"], diamond["D"]}
     reply(agent, diamond["A"])
-    blocked = {row["task_id"] for row in task_list(actor=agent, blocked=True)["tasks"]}
+    blocked = {row["task_id"] for row in list_tasks(actor=agent, blocked=True)["tasks"]}
     assert blocked == {diamond["D"]}
-    assert len(task_list(actor=agent)["tasks"]) == 4  # the filter is off by default
+    assert len(list_tasks(actor=agent)["tasks"]) == 4  # the filter is off by default
 
 
 def test_the_task_page_links_what_it_waits_for_and_what_waits_for_it(agent, diamond, django_user_model, network):

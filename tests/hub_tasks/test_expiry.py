@@ -13,17 +13,17 @@ from hub_core.errors import HubError
 from hub_core.events import EventType
 from hub_tasks.models import Completion, Task, TaskEvent
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    session_get,
-    task_ack,
-    task_cancel,
-    task_get,
-    task_list,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    cancel_task,
+    get_inbox,
+    get_session_status,
+    get_task,
+    list_tasks,
+    reassign_task,
+    report_completion,
+    retry_task,
+    send_ack,
+    send_task,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -35,22 +35,22 @@ CONTENT = "write quicksort"
 @pytest.fixture
 def send(agent) -> Callable[..., str]:
     def make(ttl: int = TTL, task: str = CONTENT) -> str:
-        return task_send(actor=agent, alias=CODER, task=task, from_session=LEAD, ttl_seconds=ttl)["task_id"]
+        return send_task(actor=agent, alias=CODER, task=task, from_session=LEAD, ttl_seconds=ttl)["task_id"]
 
     return make
 
 
 def status_in_get_task(actor, task_id: str) -> str:
-    return task_get(actor=actor, task_id=task_id)["task"]["status"]
+    return get_task(actor=actor, task_id=task_id)["task"]["status"]
 
 
 def status_in_list_tasks(actor, task_id: str) -> str:
-    (row,) = [row for row in task_list(actor=actor)["tasks"] if row["task_id"] == task_id]
+    (row,) = [row for row in list_tasks(actor=actor)["tasks"] if row["task_id"] == task_id]
     return row["status"]
 
 
 def pending(actor, alias: str) -> list[dict[str, Any]]:
-    return inbox_list(actor=actor, alias=alias, limit=100)["messages"]
+    return get_inbox(actor=actor, alias=alias, limit=100)["messages"]
 
 
 def notices(actor, task_id: str) -> list[dict[str, Any]]:
@@ -80,7 +80,7 @@ def test_an_expired_task_leaves_the_receivers_inbox(send, clock, agent):
     clock.tick(TTL)
 
     assert pending(agent, CODER) == []
-    assert session_get(actor=agent, alias=CODER)["inbox_pending"] == 0
+    assert get_session_status(actor=agent, alias=CODER)["inbox_pending"] == 0
 
 
 def test_the_sender_is_told_once_however_often_the_task_is_read(
@@ -91,8 +91,8 @@ def test_the_sender_is_told_once_however_often_the_task_is_read(
 
     with django_capture_on_commit_callbacks(execute=True):
         for _ in range(2):
-            task_get(actor=agent, task_id=task_id)
-            task_list(actor=agent)
+            get_task(actor=agent, task_id=task_id)
+            list_tasks(actor=agent)
             pending(agent, CODER)
 
     (notice,) = notices(agent, task_id)
@@ -109,7 +109,7 @@ def test_the_sender_is_told_once_however_often_the_task_is_read(
 def test_a_task_already_taken_does_not_expire(send, clock, agent, online, status):
     task_id = send()
     if status == "acked":
-        inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+        ack_inbox(actor=agent, alias=CODER, message_id=task_id)
     else:
         online(CODER, status="working", task=task_id)
 
@@ -125,7 +125,7 @@ def test_a_retried_expired_task_lives_one_more_hour(send, clock, agent):
     clock.tick(61)
     assert status_in_get_task(agent, task_id) == "expired"
 
-    retried = task_retry(actor=agent, task_id=task_id)
+    retried = retry_task(actor=agent, task_id=task_id)
 
     assert [m["id"] for m in pending(agent, CODER)] == [retried["message_id"]]
     clock.tick(timedelta(hours=1) - timedelta(seconds=1))
@@ -136,14 +136,14 @@ def test_a_retried_expired_task_lives_one_more_hour(send, clock, agent):
 
 
 OVERDUE_REFUSALS: dict[str, tuple[Callable[..., Any], str]] = {
-    "cancel_task": (lambda actor, task_id: task_cancel(actor=actor, task_id=task_id), "task is terminal (expired)"),
-    "send_ack": (lambda actor, task_id: task_ack(actor=actor, task_id=task_id), "task is terminal (expired)"),
+    "cancel_task": (lambda actor, task_id: cancel_task(actor=actor, task_id=task_id), "task is terminal (expired)"),
+    "send_ack": (lambda actor, task_id: send_ack(actor=actor, task_id=task_id), "task is terminal (expired)"),
     "reassign_task": (
-        lambda actor, task_id: task_reassign(actor=actor, task_id=task_id, new_alias="reviewer"),
+        lambda actor, task_id: reassign_task(actor=actor, task_id=task_id, new_alias="reviewer"),
         "task is terminal (expired)",
     ),
     "ack_inbox": (
-        lambda actor, task_id: inbox_ack(actor=actor, alias=CODER, message_id=task_id),
+        lambda actor, task_id: ack_inbox(actor=actor, alias=CODER, message_id=task_id),
         "message not found or not yours",
     ),
 }
@@ -167,7 +167,7 @@ def test_retrying_an_overdue_delivered_task_expires_it_then_sends_it_again(send,
     task_id = send()
     clock.tick(TTL + 1)
 
-    retried = task_retry(actor=agent, task_id=task_id)
+    retried = retry_task(actor=agent, task_id=task_id)
 
     history = list(TaskEvent.objects.filter(task_id=task_id).values_list("from_status", "to_status"))
     assert history == [("", "delivered"), ("delivered", "expired"), ("expired", "delivered")]
@@ -179,7 +179,7 @@ def test_a_completion_for_an_overdue_task_is_recorded_but_the_task_stays_expired
     task_id = send()
     clock.tick(TTL + 1)
 
-    done = completion_report(actor=agent, alias=CODER, task=task_id, result="too late")
+    done = report_completion(actor=agent, alias=CODER, task=task_id, result="too late")
 
     assert task_id in done["warning"]
     assert Completion.objects.get(pk=done["completion_id"]).result == "too late"
@@ -203,7 +203,7 @@ def test_a_completion_by_content_skips_an_overdue_task_for_an_open_one(send, clo
     overdue = send(ttl=60)
     clock.tick(61)
 
-    done = completion_report(actor=agent, alias=CODER, task=CONTENT, result="sorted")
+    done = report_completion(actor=agent, alias=CODER, task=CONTENT, result="sorted")
 
     assert done["task_id"] == still_open
     assert status_in_get_task(agent, still_open) == "replied"

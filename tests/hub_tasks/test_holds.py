@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from tests.helpers.calls import (
-    inbox_list,
-    reply_send,
-    task_cancel,
-    task_get,
-    task_reassign,
-    task_retry,
-    task_send,
+    cancel_task,
+    get_inbox,
+    get_task,
+    reassign_task,
+    retry_task,
+    send_reply,
+    send_task,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -26,26 +26,26 @@ LEAD, CODER, TESTER = "lead", "coder", "tester"
 
 
 def send(agent, name: str, **extra: Any) -> str:
-    return task_send(actor=agent, alias=CODER, task=name, from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=CODER, task=name, from_session=LEAD, **extra)["task_id"]
 
 
 def reply(agent, task_id: str, status: str = "replied") -> None:
-    reply_send(actor=agent, alias=LEAD, text="done", in_reply_to=task_id, status=status, from_session=CODER)
+    send_reply(actor=agent, alias=LEAD, text="done", in_reply_to=task_id, status=status, from_session=CODER)
 
 
 def inbox_tasks(agent, alias: str) -> list[str]:
-    return [m["task_id"] for m in inbox_list(actor=agent, alias=alias, limit=100)["messages"]]
+    return [m["task_id"] for m in get_inbox(actor=agent, alias=alias, limit=100)["messages"]]
 
 
 def task(agent, task_id: str) -> dict[str, Any]:
-    return task_get(actor=agent, task_id=task_id)["task"]
+    return get_task(actor=agent, task_id=task_id)["task"]
 
 
 def test_a_task_reassigned_while_it_waits_for_a_dependency_waits_then_reaches_its_new_agent(agent):
     first = send(agent, "build")
     second = send(agent, "deploy", depends_on=[first])
 
-    moved = task_reassign(actor=agent, task_id=second, new_alias=TESTER, from_session=LEAD)
+    moved = reassign_task(actor=agent, task_id=second, new_alias=TESTER, from_session=LEAD)
 
     assert moved["message_id"] == second  # its release's row, as send_task's answer names it
     held = task(agent, second)
@@ -58,13 +58,13 @@ def test_a_task_reassigned_while_it_waits_for_a_dependency_waits_then_reaches_it
     assert second not in inbox_tasks(agent, CODER)
     released = task(agent, second)
     assert (released["status"], released["to_name"]) == ("delivered", TESTER)
-    assert [a["alias"] for a in task_get(actor=agent, task_id=second)["attempts"]] == [TESTER]
+    assert [a["alias"] for a in get_task(actor=agent, task_id=second)["attempts"]] == [TESTER]
 
 
 def test_a_scheduled_task_reassigned_keeps_its_not_before(agent, clock):
     scheduled = send(agent, "nightly", not_before_seconds=120)
 
-    task_reassign(actor=agent, task_id=scheduled, new_alias=TESTER)
+    reassign_task(actor=agent, task_id=scheduled, new_alias=TESTER)
     clock.tick(119)
 
     assert task(agent, scheduled)["status"] == "created"
@@ -76,9 +76,9 @@ def test_a_scheduled_task_reassigned_keeps_its_not_before(agent, clock):
 def test_a_task_cancelled_while_waiting_and_retried_waits_again_for_the_work_still_running(agent):
     first = send(agent, "build")
     second = send(agent, "deploy", depends_on=[first])
-    task_cancel(actor=agent, task_id=second, reason="wrong order")
+    cancel_task(actor=agent, task_id=second, reason="wrong order")
 
-    retried = task_retry(actor=agent, task_id=second, from_session=LEAD)
+    retried = retry_task(actor=agent, task_id=second, from_session=LEAD)
 
     assert retried["message_id"] == second
     held = task(agent, second)
@@ -98,17 +98,17 @@ def test_a_task_cancelled_by_its_failed_dependency_and_retried_runs_now(agent):
     reply(agent, first, status="failed")
     assert task(agent, second)["status"] == "cancelled"
 
-    retried = task_retry(actor=agent, task_id=second)
+    retried = retry_task(actor=agent, task_id=second)
 
     assert task(agent, second)["status"] == "delivered"
-    assert retried["message_id"] in {m["id"] for m in inbox_list(actor=agent, alias=CODER)["messages"]}
+    assert retried["message_id"] in {m["id"] for m in get_inbox(actor=agent, alias=CODER)["messages"]}
 
 
 def test_a_scheduled_task_cancelled_and_retried_still_waits_for_its_time(agent, clock):
     scheduled = send(agent, "nightly", not_before_seconds=300)
-    task_cancel(actor=agent, task_id=scheduled)
+    cancel_task(actor=agent, task_id=scheduled)
 
-    task_retry(actor=agent, task_id=scheduled)
+    retry_task(actor=agent, task_id=scheduled)
     clock.tick(299)
 
     assert task(agent, scheduled)["status"] == "created"

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from tests.helpers.calls import task_ack, task_get, task_send
+from tests.helpers.calls import get_task, send_ack, send_task
 from tests.helpers.races import race
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.race]
@@ -20,16 +20,16 @@ ROUNDS = range(4)
 @pytest.mark.parametrize("round_", ROUNDS)
 @pytest.mark.parametrize(("on_lost", "after"), [("requeue", "delivered"), ("fail", "failed")])
 def test_a_lapsed_lease_is_applied_once_by_racing_sweepers_and_readers(agent, on_lost, after, round_):
-    task_id = task_send(actor=agent, alias="coder", task="index the logs", from_session="lead", lease_seconds=60,
+    task_id = send_task(actor=agent, alias="coder", task="index the logs", from_session="lead", lease_seconds=60,
                         on_lost=on_lost)["task_id"]  # fmt: skip
-    task_ack(actor=agent, task_id=task_id, from_session="coder")
+    send_ack(actor=agent, task_id=task_id, from_session="coder")
     # The agent went silent a minute ago (real time: the racers run on threads of their own).
     Task.objects.filter(pk=task_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     def sweep() -> None:
         call_command("sweep", "--once", verbosity=0)
 
-    race(sweep, sweep, lambda: task_get(actor=agent, task_id=task_id), sweep)
+    race(sweep, sweep, lambda: get_task(actor=agent, task_id=task_id), sweep)
 
     assert Task.objects.get(pk=task_id).status == after
     lost = TaskEvent.objects.filter(task_id=task_id, from_status="acked", actor="hub")

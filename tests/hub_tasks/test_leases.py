@@ -18,13 +18,13 @@ from hub_tasks import limits
 from hub_tasks.models import TRANSITIONS, InboxMessage, Move, Task, TaskEvent
 from tests.helpers import refused
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    session_report,
-    task_ack,
-    task_get,
-    task_send,
+    ack_inbox,
+    get_inbox,
+    get_task,
+    report_completion,
+    report_status,
+    send_ack,
+    send_task,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -33,17 +33,17 @@ LEASE = 60
 
 
 def send(agent, **extra: Any) -> str:
-    return task_send(actor=agent, alias=CODER, task="port the parser", from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=CODER, task="port the parser", from_session=LEAD, **extra)["task_id"]
 
 
 def take(agent, task_id: str) -> None:
     """The coder fetches its inbox and acks the task's message, as an agent does."""
-    (message,) = [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-    inbox_ack(actor=agent, alias=CODER, message_id=message["id"])
+    (message,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
+    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
 
 
 def heartbeat(agent, **fields: Any) -> None:
-    session_report(actor=agent, resume_id="resume-coder", alias=CODER, status=fields.pop("status", "working"), **fields)
+    report_status(actor=agent, resume_id="resume-coder", alias=CODER, status=fields.pop("status", "working"), **fields)
 
 
 def stored(task_id: str) -> Task:
@@ -70,12 +70,12 @@ def lease_lost_events(task_id: str) -> list[tuple[list[str], dict[str, Any]]]:
 def test_a_silent_agents_task_is_requeued_to_it_once_its_lease_lapses(agent, clock):
     task_id = send(agent, lease_seconds=LEASE)
     take(agent, task_id)
-    assert task_get(actor=agent, task_id=task_id)["task"]["lease_expires_at"] == "2026-04-12T10:01:00.000Z"
+    assert get_task(actor=agent, task_id=task_id)["task"]["lease_expires_at"] == "2026-04-12T10:01:00.000Z"
 
     clock.tick(LEASE - 1)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "acked"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "acked"
     clock.tick(1)
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
 
     assert found["task"]["status"] == "delivered"
     assert found["task"]["lease_expires_at"] is None
@@ -85,7 +85,7 @@ def test_a_silent_agents_task_is_requeued_to_it_once_its_lease_lapses(agent, clo
     ]
     assert found["task"]["attempt_count"] == 2
     # A new inbox row for the same agent: it is woken as for a new task, and can take it again.
-    pending = [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
+    pending = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
     assert len(pending) == 1 and pending[0]["id"] != task_id
     (notice,) = task_messages(LEAD, task_id, "notice")
     assert "silent past its lease of 60 s" in notice.content and "attempt 2" in notice.content
@@ -100,7 +100,7 @@ def test_a_silent_agents_task_is_requeued_to_it_once_its_lease_lapses(agent, clo
     ]  # fmt: skip
 
     clock.tick(LEASE * 10)  # delivered, not leased: nothing more happens until it is taken again
-    task_get(actor=agent, task_id=task_id)
+    get_task(actor=agent, task_id=task_id)
     assert lease_moves(task_id) == [("acked", "delivered")]
     assert len(task_messages(LEAD, task_id, "notice")) == 1
     assert len(lease_lost_events(task_id)) == 1
@@ -113,7 +113,7 @@ def test_with_on_lost_fail_a_silent_agents_task_fails(agent, clock):
     assert stored(task_id).status == "running"
 
     clock.tick(LEASE)
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
 
     assert found["task"]["status"] == "failed"
     assert found["task"]["dead_lettered_at"] is None  # no automatic retries were asked for
@@ -121,7 +121,7 @@ def test_with_on_lost_fail_a_silent_agents_task_fails(agent, clock):
         ("lost", "lease lost: coder was silent past its lease of 60 s")
     ]
     assert lease_moves(task_id) == [("running", "failed")]
-    assert not [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
+    assert not [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
     (notice,) = task_messages(LEAD, task_id, "notice")
     assert notice.content.startswith(f"Task {task_id} to coder: coder was silent past its lease of 60 s; failed.")
     ((_, event),) = lease_lost_events(task_id)
@@ -133,7 +133,7 @@ def test_a_lost_lease_with_attempts_left_announces_its_retry(agent, clock):
     take(agent, task_id)
 
     clock.tick(LEASE)
-    found = task_get(actor=agent, task_id=task_id)["task"]
+    found = get_task(actor=agent, task_id=task_id)["task"]
 
     assert found["status"] == "created"
     ((_, event),) = lease_lost_events(task_id)
@@ -145,8 +145,8 @@ def test_a_lost_lease_with_attempts_left_announces_its_retry(agent, clock):
     [
         lambda agent, task_id: heartbeat(agent),
         lambda agent, task_id: heartbeat(agent, status="working", progress=50),
-        lambda agent, task_id: inbox_list(actor=agent, alias=CODER),
-        lambda agent, task_id: task_ack(actor=agent, task_id=task_id, from_session=CODER),
+        lambda agent, task_id: get_inbox(actor=agent, alias=CODER),
+        lambda agent, task_id: send_ack(actor=agent, task_id=task_id, from_session=CODER),
     ],
     ids=["heartbeat", "progress", "get_inbox", "send_ack"],
 )
@@ -157,11 +157,11 @@ def test_any_call_by_the_agent_renews_its_lease(agent, clock, call):
     for _ in range(5):  # five minutes on a one-minute lease, calling every 50 s
         clock.tick(50)
         call(agent, task_id)
-    found = task_get(actor=agent, task_id=task_id)["task"]
+    found = get_task(actor=agent, task_id=task_id)["task"]
     assert (found["status"], found["lease_expires_at"]) == ("acked", "2026-04-12T10:05:10.000Z")  # last call + 60 s
 
     clock.tick(LEASE)  # then silence
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
     assert len(task_messages(LEAD, task_id, "notice")) == 1
 
 
@@ -169,9 +169,9 @@ def test_another_agents_calls_do_not_renew_the_lease(agent, clock):
     task_id = send(agent, lease_seconds=LEASE)
     take(agent, task_id)
     clock.tick(50)
-    inbox_list(actor=agent, alias="someone-else")
+    get_inbox(actor=agent, alias="someone-else")
     clock.tick(10)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
 
 
 def test_a_viewer_reading_the_agents_inbox_does_not_renew_its_lease(agent, viewer, clock):
@@ -179,21 +179,21 @@ def test_a_viewer_reading_the_agents_inbox_does_not_renew_its_lease(agent, viewe
     take(agent, task_id)
     clock.tick(50)
     with pytest.raises(HubError) as refused:  # a viewer has no inbox: it never reads one, let alone renews
-        inbox_list(actor=viewer, alias=CODER)
+        get_inbox(actor=viewer, alias=CODER)
     assert refused.value.code == "alias_not_yours"
     clock.tick(10)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
 
 
 def test_a_completion_after_the_lease_lapsed_is_recorded_but_the_task_was_requeued(agent, clock):
     task_id = send(agent, lease_seconds=LEASE)
     take(agent, task_id)
     clock.tick(LEASE)
-    answer = completion_report(actor=agent, alias=CODER, task=task_id, result="done")
+    answer = report_completion(actor=agent, alias=CODER, task=task_id, result="done")
     # The lapse came first (settled before the completion matched): the completion closes the
     # requeued attempt, as any completion of a delivered task does.
     assert answer["task_id"] == task_id
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
     assert found["task"]["status"] == "replied"
     assert [a["outcome"] for a in found["attempts"]] == ["lost", "replied"]
 
@@ -202,7 +202,7 @@ def test_without_a_lease_an_acked_task_waits_for_its_agent_as_before(agent, cloc
     task_id = send(agent)
     take(agent, task_id)
     clock.tick(limits.LEASE_MAX * 2)
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
     assert found["task"]["status"] == "acked"
     assert (found["task"]["lease_seconds"], found["task"]["lease_expires_at"]) == (None, None)
     assert not task_messages(LEAD, task_id, "notice")
@@ -216,8 +216,8 @@ def test_the_networks_default_lease_applies_unless_send_task_names_one(agent, ne
     take(agent, named)
 
     clock.tick(30)
-    assert task_get(actor=agent, task_id=by_default)["task"]["status"] == "delivered"
-    assert task_get(actor=agent, task_id=named)["task"]["status"] == "acked"
+    assert get_task(actor=agent, task_id=by_default)["task"]["status"] == "delivered"
+    assert get_task(actor=agent, task_id=named)["task"]["status"] == "acked"
 
 
 def test_the_sweep_settles_a_lapsed_lease_with_nobody_reading(agent, clock):
@@ -243,7 +243,7 @@ def test_the_sweep_settles_a_lapsed_lease_with_nobody_reading(agent, clock):
     ],
 )
 def test_lease_arguments_are_checked(agent, arguments, wording):
-    refusal = refused(task_send, actor=agent, alias=CODER, task="t", **arguments)
+    refusal = refused(send_task, actor=agent, alias=CODER, task="t", **arguments)
     assert isinstance(refusal, HubError)
     assert wording in refusal.message
 

@@ -61,18 +61,18 @@ from hub_tasks.models import (
 )
 from tests.helpers import NOW
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    reply_send,
-    session_report,
-    task_ack,
-    task_cancel,
-    task_get,
-    task_list,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    cancel_task,
+    get_inbox,
+    get_task,
+    list_tasks,
+    reassign_task,
+    report_completion,
+    report_status,
+    retry_task,
+    send_ack,
+    send_reply,
+    send_task,
 )
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.django_db]
@@ -383,7 +383,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         except HubError as refusal:
             assert refusal.code in codes, f"unexpected refusal {refusal.code}: {refusal.message}"
             was = Task.objects.get(pk=task_id)
-            task_get(actor=self.actor, task_id=task_id)  # settles what has fallen due
+            get_task(actor=self.actor, task_id=task_id)  # settles what has fallen due
             settled = Task.objects.get(pk=task_id)
             assert TRUTH[refusal.code](was, settled, timezone.now()), (
                 f"refused {refusal.code}: {refusal.message}; the task was {was.as_row()}, is {settled.as_row()}"
@@ -423,26 +423,26 @@ class LifecycleMachine(RuleBasedStateMachine):
             if value is not None:
                 extra[name] = value
         task = f"job {len(self.tasks)}"
-        answer = task_send(actor=self.actor, alias=alias, task=task, from_session=LEAD, **extra)
+        answer = send_task(actor=self.actor, alias=alias, task=task, from_session=LEAD, **extra)
         self.tasks.append(answer["task_id"])
 
     @precondition(lambda self: self.tasks)
     @rule(n=TASK)
     def retry(self, n: int) -> None:
         task_id = self.pick(n, RETRYABLE)
-        self.refusable(task_id, lambda: task_retry(actor=self.actor, task_id=task_id), "task_not_retryable")
+        self.refusable(task_id, lambda: retry_task(actor=self.actor, task_id=task_id), "task_not_retryable")
 
     @precondition(lambda self: self.tasks)
     @rule(n=TASK)
     def cancel(self, n: int) -> None:
         task_id = self.pick(n)
-        self.refusable(task_id, lambda: task_cancel(actor=self.actor, task_id=task_id), "task_terminal")
+        self.refusable(task_id, lambda: cancel_task(actor=self.actor, task_id=task_id), "task_terminal")
 
     @precondition(lambda self: self.tasks)
     @rule(n=TASK, alias=ALIAS)
     def reassign(self, n: int, alias: str) -> None:
         task_id = self.pick(n)
-        call = lambda: task_reassign(actor=self.actor, task_id=task_id, new_alias=alias)  # noqa: E731
+        call = lambda: reassign_task(actor=self.actor, task_id=task_id, new_alias=alias)  # noqa: E731
         self.refusable(task_id, call, "task_terminal")
 
     # --- the agents ---
@@ -450,7 +450,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(alias=ALIAS, n=TASK, stale=st.booleans())
     def fetch_and_ack(self, alias: str, n: int, stale: bool) -> None:
         """get_inbox, then ack one of its task messages (or, stale, one seen before: maybe gone)."""
-        messages = [m for m in inbox_list(actor=self.actor, alias=alias, limit=100)["messages"] if m["type"] == "task"]
+        messages = [m for m in get_inbox(actor=self.actor, alias=alias, limit=100)["messages"] if m["type"] == "task"]
         self.seen.extend((alias, m["id"]) for m in messages if (alias, m["id"]) not in self.seen)
         if stale and self.seen:
             to, message_id = self.seen[n % len(self.seen)]
@@ -459,12 +459,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         else:
             return
         try:
-            inbox_ack(actor=self.actor, alias=to, message_id=message_id)
+            ack_inbox(actor=self.actor, alias=to, message_id=message_id)
         except HubError as refusal:
             assert refusal.code == "message_already_acked", f"unexpected refusal {refusal.code}: {refusal.message}"
             row = InboxMessage.objects.get(pk=message_id)
             was_acked = row.acked_at is not None
-            task_get(actor=self.actor, task_id=row.task_id)  # settles what has fallen due (its end acks it)
+            get_task(actor=self.actor, task_id=row.task_id)  # settles what has fallen due (its end acks it)
             row.refresh_from_db()
             assert was_acked or row.acked_at is not None, f"message_already_acked for a pending message: {row}"
 
@@ -473,7 +473,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def send_ack(self, n: int, own: bool, alias: str) -> None:
         task_id = self.pick(n)
         who = self.holder(task_id) if own else alias
-        call = lambda: task_ack(actor=self.actor, task_id=task_id, from_session=who)  # noqa: E731
+        call = lambda: send_ack(actor=self.actor, task_id=task_id, from_session=who)  # noqa: E731
         self.refusable(task_id, call, "task_terminal", "task_held")
 
     @precondition(lambda self: self.tasks)
@@ -482,26 +482,26 @@ class LifecycleMachine(RuleBasedStateMachine):
         """report_status working on the task: it runs, if it is this agent's and delivered or acked."""
         task_id = self.pick(n)
         who = self.holder(task_id) if own else alias
-        session_report(actor=self.actor, resume_id=f"resume-{who}", alias=who, status="working", task=task_id)
+        report_status(actor=self.actor, resume_id=f"resume-{who}", alias=who, status="working", task=task_id)
 
     @rule(alias=ALIAS)
     def heartbeat(self, alias: str) -> None:
         """An idle heartbeat: renews the leases the agent holds."""
-        session_report(actor=self.actor, resume_id=f"resume-{alias}", alias=alias, status="idle")
+        report_status(actor=self.actor, resume_id=f"resume-{alias}", alias=alias, status="idle")
 
     @precondition(lambda self: self.tasks)
     @rule(n=TASK, own=st.booleans(), alias=ALIAS)
     def complete(self, n: int, own: bool, alias: str) -> None:
         task_id = self.pick(n)
         who = self.holder(task_id) if own else alias
-        completion_report(actor=self.actor, alias=who, task=task_id, result="done")
+        report_completion(actor=self.actor, alias=who, task=task_id, result="done")
 
     @precondition(lambda self: self.tasks)
     @rule(n=TASK, outcome=st.sampled_from([S.REPLIED, S.FAILED, S.FAILED, S.CANCELLED]), own=st.booleans())
     def reply(self, n: int, outcome: str, own: bool) -> None:
         task_id = self.pick(n)
         who = self.holder(task_id) if own else LEAD
-        call = lambda: reply_send(  # noqa: E731
+        call = lambda: send_reply(  # noqa: E731
             actor=self.actor, alias=LEAD, text=outcome, in_reply_to=task_id, status=outcome, from_session=who
         )
         self.refusable(task_id, call, "task_terminal")
@@ -515,7 +515,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @rule()
     def look(self) -> None:
-        task_list(actor=self.actor, limit=100)
+        list_tasks(actor=self.actor, limit=100)
         check_settled(self.network.pk, timezone.now())
 
     @rule()

@@ -24,20 +24,20 @@ from hub_events.models import OPERATORS, Event
 from hub_fleet.selectors import fleet
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from tests.helpers.calls import (
-    broadcast_send,
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    session_get,
-    session_list,
-    session_report,
-    task_ack,
-    task_cancel,
-    task_get,
-    task_list,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    broadcast,
+    cancel_task,
+    get_all_status,
+    get_inbox,
+    get_session_status,
+    get_task,
+    list_tasks,
+    reassign_task,
+    report_completion,
+    report_status,
+    retry_task,
+    send_ack,
+    send_task,
 )
 from tests.helpers.races import race
 
@@ -63,7 +63,7 @@ def send_staggered(actor: Actor, ttls: tuple[int, ...] = TTLS) -> list[Sent]:
     sent = []
     for i, ttl in enumerate(ttls):
         sender, receiver = SENDERS[i % len(SENDERS)], RECEIVERS[i % len(RECEIVERS)]
-        answer = task_send(actor=actor, alias=receiver, task=f"job {i}", from_session=sender, ttl_seconds=ttl)
+        answer = send_task(actor=actor, alias=receiver, task=f"job {i}", from_session=sender, ttl_seconds=ttl)
         sent.append(Sent(answer["task_id"], sender, receiver, ttl))
     return sent
 
@@ -110,28 +110,28 @@ Surface = Callable[[Actor, list[Sent], int], None]
 
 
 def via_get_inbox(actor: Actor, sent: list[Sent], elapsed: int) -> None:
-    messages = inbox_list(actor=actor, alias="coder", limit=100)["messages"]
+    messages = get_inbox(actor=actor, alias="coder", limit=100)["messages"]
     assert {m["id"] for m in messages} == pending_tasks(sent, "coder", elapsed)
 
 
 def via_list_tasks(actor: Actor, sent: list[Sent], elapsed: int) -> None:
-    rows = {row["task_id"]: row["status"] for row in task_list(actor=actor, limit=100)["tasks"]}
+    rows = {row["task_id"]: row["status"] for row in list_tasks(actor=actor, limit=100)["tasks"]}
     assert rows == {s.task_id: "expired" if s.ttl <= elapsed else "delivered" for s in sent}
 
 
 def via_get_task(actor: Actor, sent: list[Sent], elapsed: int) -> None:
     # Reading one task settles every overdue deadline in scope, not just its own.
     latest = max(sent, key=lambda s: s.ttl)
-    assert task_get(actor=actor, task_id=latest.task_id)["task"]["status"] == "delivered"
+    assert get_task(actor=actor, task_id=latest.task_id)["task"]["status"] == "delivered"
 
 
 def via_report_status(actor: Actor, sent: list[Sent], elapsed: int) -> None:
-    answer = session_report(actor=actor, resume_id="tester-1", alias="tester", status="idle")
+    answer = report_status(actor=actor, resume_id="tester-1", alias="tester", status="idle")
     assert answer["inbox_count"] == len(pending_tasks(sent, "tester", elapsed))
 
 
 def via_get_session_status(actor: Actor, sent: list[Sent], elapsed: int) -> None:
-    assert session_get(actor=actor, alias="coder")["inbox_pending"] == len(pending_tasks(sent, "coder", elapsed))
+    assert get_session_status(actor=actor, alias="coder")["inbox_pending"] == len(pending_tasks(sent, "coder", elapsed))
 
 
 SURFACES: dict[str, Surface] = {
@@ -166,7 +166,7 @@ def test_staggered_deadlines_expire_exactly_once_whichever_surface_looks(agent, 
         surface(agent, sent, elapsed)
     assert_expired_exactly_once(sent, overdue)
     for sender in SENDERS:
-        notices = [m for m in inbox_list(actor=agent, alias=sender, limit=100)["messages"] if m["type"] == "notice"]
+        notices = [m for m in get_inbox(actor=agent, alias=sender, limit=100)["messages"] if m["type"] == "notice"]
         assert sorted(m["task_id"] for m in notices) == sorted(s.task_id for s in overdue if s.sender == sender)
 
 
@@ -175,7 +175,7 @@ def test_a_deadline_is_inclusive_to_the_second(agent, clock, ttl):
     (sent,) = send_staggered(agent, ttls=(ttl,))
     clock.tick(STEP)
 
-    task_list(actor=agent)
+    list_tasks(actor=agent)
 
     assert stored_statuses([sent])[sent.task_id] == ("expired" if ttl <= STEP else "delivered")
 
@@ -187,20 +187,20 @@ def concurrent_lookers(agent: Actor, sent: list[Sent]) -> list[Callable[[], Any]
     """Readers on every surface, and writers that must first settle the deadline of what they touch."""
     lookers: list[Callable[[], Any]] = []
     for alias in (*RECEIVERS, *SENDERS):
-        lookers.append(lambda alias=alias: inbox_list(actor=agent, alias=alias, limit=100))
-        lookers.append(lambda alias=alias: session_get(actor=agent, alias=alias))
+        lookers.append(lambda alias=alias: get_inbox(actor=agent, alias=alias, limit=100))
+        lookers.append(lambda alias=alias: get_session_status(actor=agent, alias=alias))
     for alias in RECEIVERS * 2:
         lookers.append(
-            lambda alias=alias: session_report(actor=agent, resume_id=f"resume-{alias}", alias=alias, status="idle")
+            lambda alias=alias: report_status(actor=agent, resume_id=f"resume-{alias}", alias=alias, status="idle")
         )
     for s in sent:
-        lookers.append(lambda s=s: task_get(actor=agent, task_id=s.task_id))
-        lookers.append(lambda: task_list(actor=agent, limit=100))
+        lookers.append(lambda s=s: get_task(actor=agent, task_id=s.task_id))
+        lookers.append(lambda: list_tasks(actor=agent, limit=100))
     first, second, third = sent[:3]
     lookers += [
-        lambda: task_cancel(actor=agent, task_id=first.task_id),
-        lambda: task_ack(actor=agent, task_id=second.task_id),
-        lambda: completion_report(actor=agent, alias=third.receiver, task=third.task_id, result="late"),
+        lambda: cancel_task(actor=agent, task_id=first.task_id),
+        lambda: send_ack(actor=agent, task_id=second.task_id),
+        lambda: report_completion(actor=agent, alias=third.receiver, task=third.task_id, result="late"),
     ]
     return lookers
 
@@ -231,10 +231,10 @@ def test_a_retry_racing_the_readers_expires_once_then_delivers_again(agent, cloc
     retried = sent[0]
 
     outcomes = race(
-        lambda: task_retry(actor=agent, task_id=retried.task_id),
-        *[lambda: task_list(actor=agent)] * 4,
-        *[lambda s=s: task_get(actor=agent, task_id=s.task_id) for s in sent],
-        *[lambda alias=alias: inbox_list(actor=agent, alias=alias) for alias in RECEIVERS],
+        lambda: retry_task(actor=agent, task_id=retried.task_id),
+        *[lambda: list_tasks(actor=agent)] * 4,
+        *[lambda s=s: get_task(actor=agent, task_id=s.task_id) for s in sent],
+        *[lambda alias=alias: get_inbox(actor=agent, alias=alias) for alias in RECEIVERS],
     )
 
     assert outcomes[0]["retried_to"] == retried.receiver
@@ -249,7 +249,7 @@ def test_a_retry_racing_the_readers_expires_once_then_delivers_again(agent, cloc
 
 def take(agent: Actor, online: Callable[..., dict], task_id: str, how: str) -> None:
     if how == "acked":
-        inbox_ack(actor=agent, alias="coder", message_id=task_id)
+        ack_inbox(actor=agent, alias="coder", message_id=task_id)
     else:
         online("coder", status="working", task=task_id)
 
@@ -258,17 +258,17 @@ def take(agent: Actor, online: Callable[..., dict], task_id: str, how: str) -> N
 def test_a_task_reassigned_past_its_deadline_expires_at_the_next_look_and_only_once(agent, online, clock, taken):
     """reassign_task keeps expires_at (the contract: the new alias gets what is left of the TTL), so a
     task taken in time but handed on after its deadline is overdue the moment it is delivered again."""
-    task_id = task_send(actor=agent, alias="coder", task="t", from_session="lead", ttl_seconds=STEP)["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="t", from_session="lead", ttl_seconds=STEP)["task_id"]
     clock.tick(10)
     take(agent, online, task_id, taken)
     clock.tick(2 * STEP)  # a taken task never expires, however late
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == taken
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == taken
 
-    assert task_reassign(actor=agent, task_id=task_id, new_alias="reviewer")["ok"] is True
-    assert inbox_list(actor=agent, alias="reviewer")["messages"] == []  # the next look expires it
+    assert reassign_task(actor=agent, task_id=task_id, new_alias="reviewer")["ok"] is True
+    assert get_inbox(actor=agent, alias="reviewer")["messages"] == []  # the next look expires it
     for _ in range(2):
-        task_list(actor=agent)
-        session_get(actor=agent, alias="reviewer")
+        list_tasks(actor=agent)
+        get_session_status(actor=agent, alias="reviewer")
 
     history = list(TaskEvent.objects.filter(task_id=task_id).order_by("id").values_list("from_status", "to_status"))
     assert history[-2:] == [(taken, "delivered"), ("delivered", "expired")]
@@ -277,12 +277,12 @@ def test_a_task_reassigned_past_its_deadline_expires_at_the_next_look_and_only_o
 
 
 def test_the_notice_of_a_task_reassigned_past_its_deadline_names_that_deadline(agent, clock):
-    task_id = task_send(actor=agent, alias="coder", task="t", from_session="lead", ttl_seconds=STEP)["task_id"]
-    inbox_ack(actor=agent, alias="coder", message_id=task_id)
+    task_id = send_task(actor=agent, alias="coder", task="t", from_session="lead", ttl_seconds=STEP)["task_id"]
+    ack_inbox(actor=agent, alias="coder", message_id=task_id)
     clock.tick(2 * STEP)
-    task_reassign(actor=agent, task_id=task_id, new_alias="reviewer")
+    reassign_task(actor=agent, task_id=task_id, new_alias="reviewer")
 
-    (notice,) = [m for m in inbox_list(actor=agent, alias="lead")["messages"] if m["type"] == "notice"]
+    (notice,) = [m for m in get_inbox(actor=agent, alias="lead")["messages"] if m["type"] == "notice"]
     (expired,) = TaskEvent.objects.filter(task_id=task_id, to_status="expired")
     deadline = Task.objects.get(pk=task_id).expires_at
     for text in (notice["content"], expired.detail):
@@ -294,14 +294,14 @@ def test_the_notice_of_a_task_reassigned_past_its_deadline_names_that_deadline(a
 
 def statuses_everywhere(actor: Actor, network: Network, alias: str) -> set[str]:
     """The alias's status in get_all_status, get_session_status and the dashboard's fleet."""
-    listed = {row["alias"]: row["status"] for row in session_list(actor=actor)["sessions"]}
-    single = session_get(actor=actor, alias=alias)["session"]["status"]
+    listed = {row["alias"]: row["status"] for row in get_all_status(actor=actor)["sessions"]}
+    single = get_session_status(actor=actor, alias=alias)["session"]["status"]
     shown = {row["alias"]: row["status"] for row in fleet(actor=actor, network_id=network.id)["sessions"]}
     return {listed[alias], single, shown[alias]}
 
 
 def broadcast_reaches(actor: Actor) -> set[str]:
-    sent = broadcast_send(actor=actor, message="roll call")
+    sent = broadcast(actor=actor, message="roll call")
     return set(InboxMessage.objects.filter(pk__in=sent["message_ids"]).values_list("to_alias", flat=True))
 
 
@@ -326,9 +326,9 @@ def test_a_silent_session_goes_offline_one_second_past_the_threshold_and_back_wi
     assert statuses_everywhere(agent, network, "coder") == {"offline"}
     assert statuses_everywhere(agent, network, "tester") == {"offline"}
     assert statuses_everywhere(agent, network, "writer") == {"idle"}
-    summary = {row["status"]: row["count"] for row in session_list(actor=agent)["summary"]}
+    summary = {row["status"]: row["count"] for row in get_all_status(actor=agent)["summary"]}
     assert summary == {"offline": 2, "idle": 1}
-    assert {row["alias"] for row in session_list(actor=agent, filter_status="offline")["sessions"]} == {
+    assert {row["alias"] for row in get_all_status(actor=agent, filter_status="offline")["sessions"]} == {
         "coder",
         "tester",
     }
@@ -339,7 +339,7 @@ def test_a_silent_session_goes_offline_one_second_past_the_threshold_and_back_wi
         "writer",
     ]
     assert broadcast_reaches(agent) == {"writer"}
-    assert broadcast_send(actor=agent, message="working?", filter_status="working")["recipients"] == 0
+    assert broadcast(actor=agent, message="working?", filter_status="working")["recipients"] == 0
 
     online("coder", status="working")  # a new heartbeat
     assert statuses_everywhere(agent, network, "coder") == {"working"}
@@ -349,5 +349,5 @@ def test_a_silent_session_goes_offline_one_second_past_the_threshold_and_back_wi
     assert InboxMessage.objects.filter(to_alias="coder", type="broadcast").count() == 2
 
     clock.tick(after + 1)  # the whole fleet falls silent
-    assert broadcast_send(actor=agent, message="anyone?") == {"ok": True, "recipients": 0, "message_ids": []}
+    assert broadcast(actor=agent, message="anyone?") == {"ok": True, "recipients": 0, "message_ids": []}
     assert settings.COMMHUB_OFFLINE_AFTER_SECONDS == (threshold or 600)

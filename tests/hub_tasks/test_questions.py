@@ -10,18 +10,18 @@ import pytest
 from hub_agents.models import AuditEntry
 from hub_events.models import OPERATORS, Event
 from tests.helpers import refused
-from tests.helpers.calls import inbox_ack, inbox_list, task_cancel, task_get, task_reassign, task_send
-from tests.helpers.calls import question_answer as answer
-from tests.helpers.calls import question_ask as ask
-from tests.helpers.calls import question_list as questions
+from tests.helpers.calls import ack_inbox, cancel_task, get_inbox, get_task, reassign_task, send_task
+from tests.helpers.calls import answer_question as answer
+from tests.helpers.calls import ask_operator as ask
+from tests.helpers.calls import list_questions as questions
 
 LEAD, CODER = "lead", "coder"
 
 
 @pytest.fixture
 def task_id(agent) -> str:
-    sent = task_send(actor=agent, alias=CODER, task="migrate the database", from_session=LEAD)["task_id"]
-    inbox_ack(actor=agent, alias=CODER, message_id=sent)
+    sent = send_task(actor=agent, alias=CODER, task="migrate the database", from_session=LEAD)["task_id"]
+    ack_inbox(actor=agent, alias=CODER, message_id=sent)
     return sent
 
 
@@ -39,10 +39,10 @@ def test_a_question_and_its_answer_reach_the_agent_as_a_reply(agent, task_id):
 
     answered = answer(actor=agent, question_id=asked["question_id"], answer="no: keep it a week")
 
-    (reply,) = [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["type"] == "reply"]
+    (reply,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["type"] == "reply"]
     assert (reply["id"], reply["content"], reply["task_id"]) == (answered["message_id"], "no: keep it a week", task_id)
     assert "Drop the old table?" in reply["context"]
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
     assert found["task"]["status"] == "acked"  # a question changes no status
     (row,) = found["questions"]
     assert (row["answer"], row["message_id"]) == ("no: keep it a week", answered["message_id"])
@@ -58,13 +58,13 @@ def test_a_question_is_answered_once(agent, task_id):
     again = refused(answer, actor=agent, question_id=asked["question_id"], answer="us-east")
 
     assert again.code == "question_answered" and again.extra["answered_by"] == agent.label
-    assert [m["content"] for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["type"] == "reply"] == [
+    assert [m["content"] for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["type"] == "reply"] == [
         "eu-west"
     ]
 
 
 def test_only_a_task_that_reached_its_agent_and_is_not_finished_takes_questions(agent, task_id):
-    held = task_send(actor=agent, alias=CODER, task="later", not_before_seconds=600)["task_id"]
+    held = send_task(actor=agent, alias=CODER, task="later", not_before_seconds=600)["task_id"]
     assert refused(ask, actor=agent, task_id=held, question="?").code == "task_not_delivered"
     assert refused(ask, actor=agent, task_id="nope", question="?").code == "task_not_found"
     assert refused(answer, actor=agent, question_id="nope", answer="x").code == "question_not_found"
@@ -82,18 +82,18 @@ def test_another_network_neither_sees_nor_answers_a_question(agent, outsider, vi
 
 def test_a_task_reassigned_since_the_question_gets_the_answer_to_its_new_agent(agent, task_id):
     asked = ask(actor=agent, task_id=task_id, question="Keep the old schema?")
-    task_reassign(actor=agent, task_id=task_id, new_alias="reviewer")
+    reassign_task(actor=agent, task_id=task_id, new_alias="reviewer")
 
     answered = answer(actor=agent, question_id=asked["question_id"], answer="yes")
 
-    (reply,) = [m for m in inbox_list(actor=agent, alias="reviewer")["messages"] if m["type"] == "reply"]
+    (reply,) = [m for m in get_inbox(actor=agent, alias="reviewer")["messages"] if m["type"] == "reply"]
     assert reply["id"] == answered["message_id"] and reply["task_id"] == task_id
-    assert not [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["type"] == "reply"]
+    assert not [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["type"] == "reply"]
 
 
 def test_a_question_of_a_finished_task_waits_for_nobody_and_takes_no_answer(agent, task_id):
     asked = ask(actor=agent, task_id=task_id, question="Which port?")
-    task_cancel(actor=agent, task_id=task_id, reason="not needed")
+    cancel_task(actor=agent, task_id=task_id, reason="not needed")
 
     assert questions(actor=agent, unanswered=True)["questions"] == []
     late = refused(answer, actor=agent, question_id=asked["question_id"], answer="8080")
@@ -105,7 +105,7 @@ def test_the_task_history_records_a_question_and_its_answer(agent, task_id):
     asked = ask(actor=agent, task_id=task_id, question="Drop the old table?", options=["yes", "no"])
     answer(actor=agent, question_id=asked["question_id"], answer="no: keep it a week")
 
-    events = task_get(actor=agent, task_id=task_id)["events"]
+    events = get_task(actor=agent, task_id=task_id)["events"]
 
     *moves, question, answered = events
     assert [e["kind"] for e in moves] == ["status"] * len(moves)
@@ -124,8 +124,8 @@ def test_the_task_history_records_a_question_and_its_answer(agent, task_id):
 def test_a_refused_answer_writes_no_history(agent, task_id):
     asked = ask(actor=agent, task_id=task_id, question="Which region?")
     answer(actor=agent, question_id=asked["question_id"], answer="eu-west")
-    before = task_get(actor=agent, task_id=task_id)["events"]
+    before = get_task(actor=agent, task_id=task_id)["events"]
 
     refused(answer, actor=agent, question_id=asked["question_id"], answer="us-east")
 
-    assert task_get(actor=agent, task_id=task_id)["events"] == before
+    assert get_task(actor=agent, task_id=task_id)["events"] == before

@@ -20,14 +20,14 @@ from hub_core.errors import HubError
 from hub_events.models import OPERATORS, Event
 from hub_tasks.models import TERMINAL, Completion, InboxMessage, Task, TaskEvent
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    session_report,
-    task_ack,
-    task_cancel,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    cancel_task,
+    reassign_task,
+    report_completion,
+    report_status,
+    retry_task,
+    send_ack,
+    send_task,
 )
 from tests.helpers.races import race
 
@@ -47,8 +47,8 @@ def assert_history_consistent(task_id: str) -> None:
 
 @pytest.mark.parametrize("racers", [2, 8])
 def test_concurrent_acks_of_one_message_have_one_winner(agent, racers):
-    sent = task_send(actor=agent, alias="coder", task="build")
-    outcomes = race(*[lambda: inbox_ack(actor=agent, alias="coder", message_id=sent["message_id"])] * racers)
+    sent = send_task(actor=agent, alias="coder", task="build")
+    outcomes = race(*[lambda: ack_inbox(actor=agent, alias="coder", message_id=sent["message_id"])] * racers)
 
     assert outcomes.count({"ok": True}) == 1
     losers = [o for o in outcomes if isinstance(o, HubError)]
@@ -60,10 +60,10 @@ def test_concurrent_acks_of_one_message_have_one_winner(agent, racers):
 
 def test_concurrent_reassign_and_cancel_leave_one_consistent_state(agent):
     for _ in range(5):
-        task_id = task_send(actor=agent, alias="coder", task="build")["task_id"]
+        task_id = send_task(actor=agent, alias="coder", task="build")["task_id"]
         reassigned, cancelled = race(
-            lambda task_id=task_id: task_reassign(actor=agent, task_id=task_id, new_alias="reviewer"),
-            lambda task_id=task_id: task_cancel(actor=agent, task_id=task_id, reason="changed plans"),
+            lambda task_id=task_id: reassign_task(actor=agent, task_id=task_id, new_alias="reviewer"),
+            lambda task_id=task_id: cancel_task(actor=agent, task_id=task_id, reason="changed plans"),
         )
 
         task = Task.objects.get(pk=task_id)
@@ -82,7 +82,7 @@ def test_concurrent_reassign_and_cancel_leave_one_consistent_state(agent):
 def test_fifty_concurrent_sends_with_one_client_request_id_make_one_task(agent, round_):
     request_id = f"req-{round_}"
     outcomes = race(
-        *[lambda: task_send(actor=agent, alias="coder", task="build", client_request_id=request_id)] * SENDERS
+        *[lambda: send_task(actor=agent, alias="coder", task="build", client_request_id=request_id)] * SENDERS
     )
 
     (task,) = Task.objects.filter(client_request_id=request_id)
@@ -99,10 +99,10 @@ def test_fifty_concurrent_sends_with_one_client_request_id_make_one_task(agent, 
 def test_a_completion_racing_a_working_heartbeat_never_deadlocks(agent):
     # report_status locks the alias's sessions, then tasks; report_completion must lock in the same order.
     for round_ in range(8):
-        task_id = task_send(actor=agent, alias="coder", task=f"race {round_}")["task_id"]
+        task_id = send_task(actor=agent, alias="coder", task=f"race {round_}")["task_id"]
         completed, reported = race(
-            lambda task_id=task_id: completion_report(actor=agent, alias="coder", task=task_id, result="done"),
-            lambda task_id=task_id: session_report(
+            lambda task_id=task_id: report_completion(actor=agent, alias="coder", task=task_id, result="done"),
+            lambda task_id=task_id: report_status(
                 actor=agent, resume_id="r1", alias="coder", status="working", task=task_id
             ),
         )
@@ -112,7 +112,7 @@ def test_a_completion_racing_a_working_heartbeat_never_deadlocks(agent):
 
 
 def test_concurrent_first_heartbeats_of_one_session_make_one_row(agent):
-    outcomes = race(*[lambda: session_report(actor=agent, resume_id="fresh", alias="coder", status="idle")] * 8)
+    outcomes = race(*[lambda: report_status(actor=agent, resume_id="fresh", alias="coder", status="idle")] * 8)
 
     assert all(outcome["ok"] for outcome in outcomes), outcomes
     assert AgentSession.objects.filter(resume_id="fresh").count() == 1
@@ -154,19 +154,19 @@ def free_for_all_calls(task_id: str, agents: list[Actor], operator: Actor) -> li
 
     calls: list[tuple[str, Callable[[], Any]]] = []
     for i in range(FREE_FOR_ALL["send_ack"]):
-        calls.append(("send_ack", lambda i=i: task_ack(actor=agent(i), task_id=task_id, from_session=f"coder-{i}")))
+        calls.append(("send_ack", lambda i=i: send_ack(actor=agent(i), task_id=task_id, from_session=f"coder-{i}")))
     for i in range(FREE_FOR_ALL["ack_inbox"]):
-        calls.append(("ack_inbox", lambda i=i: inbox_ack(actor=agent(i), alias="coder", message_id=task_id)))
+        calls.append(("ack_inbox", lambda i=i: ack_inbox(actor=agent(i), alias="coder", message_id=task_id)))
     for i in range(FREE_FOR_ALL["complete"]):
         calls.append(
-            ("complete", lambda i=i: completion_report(actor=agent(i), alias="coder", task=task_id, result=f"r{i}"))
+            ("complete", lambda i=i: report_completion(actor=agent(i), alias="coder", task=task_id, result=f"r{i}"))
         )
     for i in range(FREE_FOR_ALL["cancel"]):
-        calls.append(("cancel", lambda i=i: task_cancel(actor=operator, task_id=task_id, reason=f"stop {i}")))
+        calls.append(("cancel", lambda i=i: cancel_task(actor=operator, task_id=task_id, reason=f"stop {i}")))
     for alias in NEW_ALIASES[: FREE_FOR_ALL["reassign"]]:
-        calls.append(("reassign", lambda alias=alias: task_reassign(actor=operator, task_id=task_id, new_alias=alias)))
+        calls.append(("reassign", lambda alias=alias: reassign_task(actor=operator, task_id=task_id, new_alias=alias)))
     for _ in range(FREE_FOR_ALL["retry"]):
-        calls.append(("retry", lambda: task_retry(actor=operator, task_id=task_id)))
+        calls.append(("retry", lambda: retry_task(actor=operator, task_id=task_id)))
     return calls
 
 
@@ -202,7 +202,7 @@ def step_kind(detail: str) -> str:
 def test_a_free_for_all_on_one_task_has_one_winner_per_step(make_actor, network, round_):
     agents = [make_actor(network, "member") for _ in range(4)]
     operator = make_actor(network, "admin")
-    task_id = task_send(actor=operator, alias="coder", task=CONTENT, from_session="lead")["task_id"]
+    task_id = send_task(actor=operator, alias="coder", task=CONTENT, from_session="lead")["task_id"]
     calls = free_for_all_calls(task_id, agents, operator)
     random.Random(round_).shuffle(calls)  # a different start order each round
 
@@ -282,11 +282,11 @@ def test_concurrent_completions_close_the_task_once_and_record_every_report(
     refs = ["id", "id", "id", "id", "content", "content"]
     if session:
         online("coder", status="working", actor=reporters[0])
-    task_id = task_send(actor=reporters[0], alias="coder", task=CONTENT, from_session="lead")["task_id"]
+    task_id = send_task(actor=reporters[0], alias="coder", task=CONTENT, from_session="lead")["task_id"]
 
     outcomes = race(
         *[
-            lambda i=i, ref=ref: completion_report(
+            lambda i=i, ref=ref: report_completion(
                 actor=reporters[i], alias="coder", task=task_id if ref == "id" else CONTENT, result=f"result {i}"
             )
             for i, ref in enumerate(refs)
@@ -323,17 +323,17 @@ def test_agents_swapping_aliases_at_once_both_get_an_answer(agent):
     pairs = 10  # each pair is a chance to deadlock: on PostgreSQL about one in four does
     for round_ in range(3):
         for i in range(pairs):
-            session_report(actor=agent, resume_id=f"r{round_}-{i}", alias=f"left-{round_}-{i}", status="idle")
-            session_report(actor=agent, resume_id=f"s{round_}-{i}", alias=f"right-{round_}-{i}", status="idle")
+            report_status(actor=agent, resume_id=f"r{round_}-{i}", alias=f"left-{round_}-{i}", status="idle")
+            report_status(actor=agent, resume_id=f"s{round_}-{i}", alias=f"right-{round_}-{i}", status="idle")
         outcomes = race(
             *[
                 call
                 for i in range(pairs)
                 for call in (
-                    lambda i=i, r=round_: session_report(
+                    lambda i=i, r=round_: report_status(
                         actor=agent, resume_id=f"r{r}-{i}", alias=f"right-{r}-{i}", status="working"
                     ),
-                    lambda i=i, r=round_: session_report(
+                    lambda i=i, r=round_: report_status(
                         actor=agent, resume_id=f"s{r}-{i}", alias=f"left-{r}-{i}", status="working"
                     ),
                 )

@@ -9,12 +9,12 @@ from django.utils import timezone
 
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from hub_tasks.selectors import inbox_pending, task_page, task_rows, task_with_history
-from tests.helpers.calls import inbox_list, task_get, task_list, task_send
+from tests.helpers.calls import get_inbox, get_task, list_tasks, send_task
 
 
 @pytest.fixture
 def overdue(agent) -> str:
-    task_id = task_send(actor=agent, alias="coder", task="late")["task_id"]
+    task_id = send_task(actor=agent, alias="coder", task="late")["task_id"]
     Task.objects.filter(pk=task_id).update(expires_at=timezone.now() - timedelta(seconds=1))
     return task_id
 
@@ -33,9 +33,9 @@ def test_the_selectors_show_an_overdue_task_as_stored_and_write_nothing(agent, n
 @pytest.mark.parametrize(
     "look",
     [
-        lambda agent, task_id: task_get(actor=agent, task_id=task_id),
-        lambda agent, task_id: task_list(actor=agent),
-        lambda agent, task_id: inbox_list(actor=agent, alias="coder"),
+        lambda agent, task_id: get_task(actor=agent, task_id=task_id),
+        lambda agent, task_id: list_tasks(actor=agent),
+        lambda agent, task_id: get_inbox(actor=agent, alias="coder"),
     ],
     ids=["get_task", "list_tasks", "get_inbox"],
 )

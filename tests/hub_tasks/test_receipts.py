@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from hub_agents.services import membership_set
 from hub_core.errors import HubError
 from hub_tasks.models import InboxMessage
-from tests.helpers.calls import inbox_ack, inbox_list, message_send, task_ack, task_get, task_reassign, task_send
+from tests.helpers.calls import ack_inbox, get_inbox, get_task, reassign_task, send_ack, send_message, send_task
 from tests.helpers.dashboard import browser_of
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -21,11 +21,11 @@ CODER, LEAD = "coder", "lead"
 
 
 def send(agent, alias: str = CODER, **extra) -> str:
-    return task_send(actor=agent, alias=alias, task="port the parser", from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=alias, task="port the parser", from_session=LEAD, **extra)["task_id"]
 
 
 def first_read(agent, task_id: str) -> str | None:
-    return task_get(actor=agent, task_id=task_id)["task"]["first_read_at"]
+    return get_task(actor=agent, task_id=task_id)["task"]["first_read_at"]
 
 
 def test_a_plain_get_inbox_records_the_first_delivery_and_never_moves_it(agent, clock):
@@ -33,10 +33,10 @@ def test_a_plain_get_inbox_records_the_first_delivery_and_never_moves_it(agent, 
     assert first_read(agent, task_id) is None
 
     clock.tick(5)
-    (row,) = inbox_list(actor=agent, alias=CODER)["messages"]
+    (row,) = get_inbox(actor=agent, alias=CODER)["messages"]
     read_at = row["delivered_at"]
     clock.tick(60)
-    (again,) = inbox_list(actor=agent, alias=CODER)["messages"]
+    (again,) = get_inbox(actor=agent, alias=CODER)["messages"]
 
     assert read_at is not None and read_at.startswith("2026-04-12T10:00:05")
     assert (row["delivered_via"], again["delivered_at"], again["delivered_via"]) == ("get_inbox", read_at, "get_inbox")
@@ -46,12 +46,12 @@ def test_a_plain_get_inbox_records_the_first_delivery_and_never_moves_it(agent, 
 def test_first_read_at_stays_when_the_task_is_read_again_elsewhere(agent, clock):
     task_id = send(agent)
     clock.tick(5)
-    inbox_list(actor=agent, alias=CODER)
+    get_inbox(actor=agent, alias=CODER)
     read_at = first_read(agent, task_id)
 
     clock.tick(60)
-    task_reassign(actor=agent, task_id=task_id, new_alias="reviewer")
-    (row,) = inbox_list(actor=agent, alias="reviewer")["messages"]
+    reassign_task(actor=agent, task_id=task_id, new_alias="reviewer")
+    (row,) = get_inbox(actor=agent, alias="reviewer")["messages"]
 
     assert row["delivered_at"].startswith("2026-04-12T10:01:05"), "the new message has its own receipt"
     assert first_read(agent, task_id) == read_at
@@ -61,7 +61,7 @@ def test_a_notice_about_a_task_read_by_its_sender_is_not_the_task_read(agent, cl
     task_id = send(agent, ttl_seconds=10)
     clock.tick(11)
 
-    notices = inbox_list(actor=agent, alias=LEAD)["messages"]
+    notices = get_inbox(actor=agent, alias=LEAD)["messages"]
 
     assert [(m["type"], m["task_id"]) for m in notices] == [("notice", task_id)]
     assert notices[0]["delivered_at"] is not None
@@ -72,22 +72,22 @@ def test_a_viewer_naming_the_agent_reads_nothing_and_marks_nothing(agent, viewer
     task_id = send(agent)
 
     with pytest.raises(HubError) as refused:
-        inbox_list(actor=viewer, alias=CODER)
+        get_inbox(actor=viewer, alias=CODER)
 
     assert refused.value.code == "alias_not_yours"
     assert first_read(agent, task_id) is None
-    assert inbox_list(actor=agent, alias=CODER)["messages"][0]["delivered_at"] is not None
+    assert get_inbox(actor=agent, alias=CODER)["messages"][0]["delivered_at"] is not None
 
 
 def test_receipts_cost_two_updates_on_first_delivery_and_none_on_a_repeat(agent):
     send(agent)
     send(agent)
-    message_send(actor=agent, alias=CODER, message="fyi")
+    send_message(actor=agent, alias=CODER, message="fyi")
 
     with CaptureQueriesContext(connection) as first:
-        assert len(inbox_list(actor=agent, alias=CODER)["messages"]) == 3
+        assert len(get_inbox(actor=agent, alias=CODER)["messages"]) == 3
     with CaptureQueriesContext(connection) as repeat:
-        inbox_list(actor=agent, alias=CODER)
+        get_inbox(actor=agent, alias=CODER)
 
     def updates(queries: CaptureQueriesContext) -> list[str]:
         return [q["sql"].split(" SET ")[0] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
@@ -99,12 +99,12 @@ def test_receipts_cost_two_updates_on_first_delivery_and_none_on_a_repeat(agent)
 
 def test_acked_and_first_read_show_in_get_task_and_on_the_task_page(agent, network, django_user_model):
     task_id = send(agent)
-    (message,) = inbox_list(actor=agent, alias=CODER)["messages"]
-    inbox_ack(actor=agent, alias=CODER, message_id=message["id"])
+    (message,) = get_inbox(actor=agent, alias=CODER)["messages"]
+    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
     operator = django_user_model.objects.create_user("operator", password="pw")
     membership_set(user=operator, network=network, role="viewer")
 
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
     page = browser_of(operator).get(f"/tasks/{task_id}/").content.decode()
 
     assert found["task"]["first_read_at"] == message["delivered_at"]
@@ -128,7 +128,7 @@ def test_an_ack_by_id_without_a_read_is_a_receipt_too(agent, clock):
     task_id = send(agent)
     clock.tick(5)
 
-    inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+    ack_inbox(actor=agent, alias=CODER, message_id=task_id)
 
     message = InboxMessage.objects.get(pk=task_id)
     assert (message.delivered_via, message.delivered_to_agent_at) == ("ack_inbox", message.acked_at)
@@ -137,10 +137,10 @@ def test_an_ack_by_id_without_a_read_is_a_receipt_too(agent, clock):
 
 def test_an_ack_keeps_the_receipt_of_the_read_before_it(agent, clock):
     task_id = send(agent)
-    inbox_list(actor=agent, alias=CODER)
+    get_inbox(actor=agent, alias=CODER)
     clock.tick(5)
 
-    inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+    ack_inbox(actor=agent, alias=CODER, message_id=task_id)
 
     message = InboxMessage.objects.get(pk=task_id)
     assert message.delivered_via == "get_inbox" and message.delivered_to_agent_at < message.acked_at
@@ -150,6 +150,6 @@ def test_send_ack_marks_the_task_read(agent, clock):
     task_id = send(agent)
     clock.tick(5)
 
-    task_ack(actor=agent, task_id=task_id, from_session=CODER)
+    send_ack(actor=agent, task_id=task_id, from_session=CODER)
 
     assert first_read(agent, task_id).startswith("2026-04-12T10:00:05")

@@ -21,14 +21,14 @@ from hub_tasks import limits
 from hub_tasks.models import Task
 from tests.helpers import refused
 from tests.helpers.calls import (
-    inbox_ack,
-    inbox_list,
-    reply_send,
-    task_ack,
-    task_get,
-    task_list,
-    task_retry,
-    task_send,
+    ack_inbox,
+    get_inbox,
+    get_task,
+    list_tasks,
+    retry_task,
+    send_ack,
+    send_reply,
+    send_task,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -37,15 +37,15 @@ BACKOFF = 10
 
 
 def send(agent, **extra: Any) -> str:
-    return task_send(actor=agent, alias=CODER, task="deploy the site", from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=CODER, task="deploy the site", from_session=LEAD, **extra)["task_id"]
 
 
 def fail(agent, task_id: str, why: str) -> None:
-    reply_send(actor=agent, alias=LEAD, text=why, in_reply_to=task_id, status="failed", from_session=CODER)
+    send_reply(actor=agent, alias=LEAD, text=why, in_reply_to=task_id, status="failed", from_session=CODER)
 
 
 def coder_tasks(agent, task_id: str) -> list[dict[str, Any]]:
-    return [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
+    return [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
 
 
 def moment(text: str) -> datetime:
@@ -57,11 +57,11 @@ def test_three_attempts_with_growing_delays_then_a_dead_letter(agent, clock):
     delays = []
     for attempt, why in enumerate(["registry down", "disk full"], start=1):
         (message,) = coder_tasks(agent, task_id)
-        inbox_ack(actor=agent, alias=CODER, message_id=message["id"])
+        ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
         clock.tick(5)
         fail(agent, task_id, why)
 
-        held = task_get(actor=agent, task_id=task_id)["task"]
+        held = get_task(actor=agent, task_id=task_id)["task"]
         assert (held["status"], held["dead_lettered_at"]) == ("created", None)
         assert not coder_tasks(agent, task_id)  # held: in nobody's inbox
         row = Task.objects.get(pk=task_id)  # to the microsecond (get_task shows milliseconds)
@@ -70,10 +70,10 @@ def test_three_attempts_with_growing_delays_then_a_dead_letter(agent, clock):
         delays.append(delay)
 
         clock.tick(delay - timedelta(microseconds=1))
-        assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "created"
+        assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "created"
         clock.tick(timedelta(microseconds=1))
         assert len(coder_tasks(agent, task_id)) == 1, f"attempt {attempt + 1} is delivered when due"
-        assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
+        assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
 
     # backoff * 2^(n-1), jittered within its upper half: each wait at least as long as the one before.
     assert timedelta(seconds=BACKOFF / 2) <= delays[0] <= timedelta(seconds=BACKOFF)
@@ -81,7 +81,7 @@ def test_three_attempts_with_growing_delays_then_a_dead_letter(agent, clock):
 
     clock.tick(5)
     fail(agent, task_id, "quota exceeded")
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
 
     assert found["task"]["status"] == "failed"
     assert found["task"]["dead_lettered_at"] is not None and found["task"]["retry_at"] is None
@@ -97,20 +97,20 @@ def test_three_attempts_with_growing_delays_then_a_dead_letter(agent, clock):
         ("delivered", "acked"), ("acked", "failed"), ("failed", "created"), ("created", "delivered"),
     ] * 2 + [("delivered", "failed")]  # fmt: skip
     clock.tick(limits.RETRY_DELAY_MAX * 2)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "failed"  # no fourth attempt
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "failed"  # no fourth attempt
 
     other = send(agent)  # failed without a retry policy: failed as ever, no dead letter
     fail(agent, other, "nope")
-    listed = task_list(actor=agent, dead_letter=True)["tasks"]
+    listed = list_tasks(actor=agent, dead_letter=True)["tasks"]
     assert [row["task_id"] for row in listed] == [task_id]
-    assert {row["task_id"] for row in task_list(actor=agent, status="failed")["tasks"]} == {task_id, other}
+    assert {row["task_id"] for row in list_tasks(actor=agent, status="failed")["tasks"]} == {task_id, other}
 
 
 def test_a_failure_without_max_attempts_is_final_as_before(agent, clock):
     task_id = send(agent)
     fail(agent, task_id, "nope")
     clock.tick(limits.RETRY_DELAY_MAX * 2)
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
     assert found["task"]["status"] == "failed"
     assert (found["task"]["max_attempts"], found["task"]["dead_lettered_at"]) == (1, None)
     assert len(found["attempts"]) == 1
@@ -125,25 +125,25 @@ def test_a_task_failed_before_its_first_delivery_is_not_retried(agent, clock):
     after = send(agent, depends_on=[held])
     fail(agent, held, "not needed after all")
     clock.tick(BACKOFF * 10)
-    found = task_get(actor=agent, task_id=held)
+    found = get_task(actor=agent, task_id=held)
     assert (found["task"]["status"], found["task"]["retry_at"], found["task"]["dead_lettered_at"]) == (
         "failed",
         None,
         None,
     )
     assert found["attempts"] == [] and not coder_tasks(agent, held)
-    assert task_get(actor=agent, task_id=after)["task"]["status"] == "cancelled"
+    assert get_task(actor=agent, task_id=after)["task"]["status"] == "cancelled"
 
 
 def test_a_lost_lease_with_on_lost_fail_is_retried_after_the_backoff(agent, clock):
     task_id = send(agent, lease_seconds=60, on_lost="fail", max_attempts=2, retry_backoff_seconds=BACKOFF)
-    task_ack(actor=agent, task_id=task_id, from_session=CODER)
+    send_ack(actor=agent, task_id=task_id, from_session=CODER)
     clock.tick(60)
 
-    held = task_get(actor=agent, task_id=task_id)["task"]
+    held = get_task(actor=agent, task_id=task_id)["task"]
     assert held["status"] == "created"
     clock.tick(BACKOFF)
-    found = task_get(actor=agent, task_id=task_id)
+    found = get_task(actor=agent, task_id=task_id)
     assert found["task"]["status"] == "delivered"
     assert [a["outcome"] for a in found["attempts"]] == ["lost", None]
     assert len(coder_tasks(agent, task_id)) == 1
@@ -152,7 +152,7 @@ def test_a_lost_lease_with_on_lost_fail_is_retried_after_the_backoff(agent, cloc
 def test_a_held_task_cannot_be_acked_early(agent, clock):
     task_id = send(agent, max_attempts=2)
     fail(agent, task_id, "flaky")
-    refusal = refused(task_ack, actor=agent, task_id=task_id, from_session=CODER)
+    refusal = refused(send_ack, actor=agent, task_id=task_id, from_session=CODER)
     assert isinstance(refusal, HubError) and refusal.code == "task_held"
 
 
@@ -172,12 +172,12 @@ def test_retry_task_takes_a_dead_letter_back(agent, clock):
     fail(agent, task_id, "one")
     clock.tick(BACKOFF)
     fail(agent, task_id, "two")
-    assert task_get(actor=agent, task_id=task_id)["task"]["dead_lettered_at"] is not None
+    assert get_task(actor=agent, task_id=task_id)["task"]["dead_lettered_at"] is not None
 
-    task_retry(actor=agent, task_id=task_id, from_session=LEAD)
+    retry_task(actor=agent, task_id=task_id, from_session=LEAD)
 
-    assert task_get(actor=agent, task_id=task_id)["task"]["dead_lettered_at"] is None
-    assert task_list(actor=agent, dead_letter=True)["tasks"] == []
+    assert get_task(actor=agent, task_id=task_id)["task"]["dead_lettered_at"] is None
+    assert list_tasks(actor=agent, dead_letter=True)["tasks"] == []
 
 
 @pytest.mark.parametrize(
@@ -189,7 +189,7 @@ def test_retry_task_takes_a_dead_letter_back(agent, clock):
     ],
 )
 def test_retry_arguments_are_checked(agent, arguments, wording):
-    assert wording in refused(task_send, actor=agent, alias=CODER, task="t", **arguments).message
+    assert wording in refused(send_task, actor=agent, alias=CODER, task="t", **arguments).message
 
 
 def test_the_dashboards_dead_letter_filter(agent, network, clock, django_user_model):

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from hub_tasks import limits
 from hub_tasks.models import Task
 from tests.helpers import NOW, refused
-from tests.helpers.calls import inbox_list, reply_send, task_get, task_list, task_send
+from tests.helpers.calls import get_inbox, get_task, list_tasks, send_reply, send_task
 
 pytestmark = pytest.mark.usefixtures("clock")
 LEAD, CODER = "lead", "coder"
@@ -22,11 +22,11 @@ TTL = 60
 
 
 def send(agent, **extra: Any) -> str:
-    return task_send(actor=agent, alias=CODER, task="nightly build", from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=CODER, task="nightly build", from_session=LEAD, **extra)["task_id"]
 
 
 def inbox_tasks(agent) -> list[str]:
-    return [m["task_id"] for m in inbox_list(actor=agent, alias=CODER)["messages"]]
+    return [m["task_id"] for m in get_inbox(actor=agent, alias=CODER)["messages"]]
 
 
 def moment(text: str) -> datetime:
@@ -39,39 +39,39 @@ def test_not_before_holds_the_task_and_releases_it_on_time(agent, clock, when):
         task_id = send(agent, not_before=(NOW + timedelta(seconds=120)).isoformat(), ttl_seconds=TTL)
     else:
         task_id = send(agent, not_before_seconds=120, ttl_seconds=TTL)
-    held = task_get(actor=agent, task_id=task_id)
+    held = get_task(actor=agent, task_id=task_id)
     assert (held["task"]["status"], held["task"]["expires_at"], held["attempts"]) == ("created", None, [])
     assert inbox_tasks(agent) == []
-    assert [row["task_id"] for row in task_list(actor=agent, blocked=True)["tasks"]] == [task_id]
+    assert [row["task_id"] for row in list_tasks(actor=agent, blocked=True)["tasks"]] == [task_id]
 
     clock.tick(timedelta(seconds=120) - timedelta(microseconds=1))
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "created"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "created"
     assert inbox_tasks(agent) == []
     clock.tick(timedelta(microseconds=1))
     assert inbox_tasks(agent) == [task_id], "released on time, by the next read"
-    released = task_get(actor=agent, task_id=task_id)
+    released = get_task(actor=agent, task_id=task_id)
     assert released["task"]["status"] == "delivered"
     assert [attempt["number"] for attempt in released["attempts"]] == [1]
-    assert task_list(actor=agent, blocked=True)["tasks"] == []
+    assert list_tasks(actor=agent, blocked=True)["tasks"] == []
 
 
 def test_its_ttl_counts_from_its_release(agent, clock):
     task_id = send(agent, not_before_seconds=3 * TTL, ttl_seconds=TTL)
     clock.tick(3 * TTL)
     released_at = datetime.now().astimezone()
-    row = task_get(actor=agent, task_id=task_id)["task"]
+    row = get_task(actor=agent, task_id=task_id)["task"]
     assert row["status"] == "delivered"
     assert moment(row["expires_at"]) == released_at + timedelta(seconds=TTL)
     clock.tick(TTL - 1)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "delivered"
     clock.tick(1)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "expired"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "expired"
 
 
 def test_a_held_task_never_expires_while_it_waits(agent, clock):
     task_id = send(agent, not_before_seconds=limits.NOT_BEFORE_MAX, ttl_seconds=TTL)
     clock.tick(limits.NOT_BEFORE_MAX - 1)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "created"
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "created"
 
 
 def test_the_sweep_releases_it_with_nobody_reading(agent, clock):
@@ -85,8 +85,8 @@ def test_the_sweep_releases_it_with_nobody_reading(agent, clock):
 def test_not_before_and_dependencies_both_hold_it(agent, clock):
     first = send(agent)
     task_id = send(agent, depends_on=[first], not_before_seconds=60)
-    reply_send(actor=agent, alias=LEAD, text="ok", in_reply_to=first, from_session=CODER)
-    assert task_get(actor=agent, task_id=task_id)["task"]["status"] == "created", "not before its time"
+    send_reply(actor=agent, alias=LEAD, text="ok", in_reply_to=first, from_session=CODER)
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "created", "not before its time"
     clock.tick(60)
     assert task_id in inbox_tasks(agent)
 

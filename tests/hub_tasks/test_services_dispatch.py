@@ -16,7 +16,7 @@ from hub_core.errors import HubError
 from hub_core.events import EVENT_SCHEMA, EventType
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from tests.helpers import refused
-from tests.helpers.calls import broadcast_send, inbox_list, message_send, reply_send, task_send
+from tests.helpers.calls import broadcast, get_inbox, send_message, send_reply, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def stale(alias: str) -> None:
 
 def test_task_send_delivers_at_once_into_the_alias_inbox(agent, online):
     online("coder")
-    sent = task_send(actor=agent, alias="coder", task="write quicksort")
+    sent = send_task(actor=agent, alias="coder", task="write quicksort")
 
     task = Task.objects.get()
     assert sent == {"ok": True, "message_id": task.task_id, "task_id": task.task_id, "session_status": "idle"}
@@ -87,7 +87,7 @@ def test_task_send_delivers_at_once_into_the_alias_inbox(agent, online):
 
 
 def test_task_send_stores_priority_context_and_sender(agent):
-    task_send(actor=agent, alias="coder", task="t", priority="high", context="see #12", from_session="指挥室")
+    send_task(actor=agent, alias="coder", task="t", priority="high", context="see #12", from_session="指挥室")
 
     task, row = Task.objects.get(), InboxMessage.objects.get()
     assert (task.priority, task.context, task.from_name) == ("high", "see #12", "指挥室")
@@ -96,7 +96,7 @@ def test_task_send_stores_priority_context_and_sender(agent):
 
 def test_task_send_default_ttl_comes_from_settings(agent, settings):
     settings.COMMHUB_DEFAULT_TTL_SECONDS = 120
-    task_send(actor=agent, alias="coder", task="t")
+    send_task(actor=agent, alias="coder", task="t")
 
     task = Task.objects.get()
     assert task.expires_at - task.created_at == timedelta(seconds=120)
@@ -104,15 +104,15 @@ def test_task_send_default_ttl_comes_from_settings(agent, settings):
 
 @pytest.mark.parametrize("ttl", [1, 7200, 86_400, 600.0])
 def test_task_send_ttl_sets_expiry(agent, ttl):
-    task_send(actor=agent, alias="coder", task="t", ttl_seconds=ttl)
+    send_task(actor=agent, alias="coder", task="t", ttl_seconds=ttl)
 
     task = Task.objects.get()
     assert task.expires_at - task.created_at == timedelta(seconds=ttl)
 
 
 def test_task_send_accepts_every_field_at_its_limit(agent):
-    parent = task_send(actor=agent, alias="lead", task="parent")["task_id"]
-    sent = task_send(
+    parent = send_task(actor=agent, alias="lead", task="parent")["task_id"]
+    sent = send_task(
         actor=agent,
         alias="a" * 200,
         task="t" * 10_000,
@@ -129,7 +129,7 @@ def test_task_send_accepts_every_field_at_its_limit(agent):
 
 
 def test_task_send_to_unknown_alias_waits_in_its_inbox_with_a_warning(agent):
-    sent = task_send(actor=agent, alias="ghost", task="t")
+    sent = send_task(actor=agent, alias="ghost", task="t")
 
     assert sent["ok"] is True
     assert sent["session_status"] is None
@@ -139,7 +139,7 @@ def test_task_send_to_unknown_alias_waits_in_its_inbox_with_a_warning(agent):
 
 def test_task_send_ignores_a_same_named_session_of_another_network(agent, outsider, online):
     online("coder", actor=outsider)
-    sent = task_send(actor=agent, alias="coder", task="t")
+    sent = send_task(actor=agent, alias="coder", task="t")
 
     assert sent["session_status"] is None
     assert "warning" in sent
@@ -149,7 +149,7 @@ def test_task_send_reports_a_silent_session_as_offline(agent, online):
     online("coder", status="working")
     stale("coder")
 
-    assert task_send(actor=agent, alias="coder", task="t")["session_status"] == "offline"
+    assert send_task(actor=agent, alias="coder", task="t")["session_status"] == "offline"
 
 
 @pytest.mark.parametrize(
@@ -184,30 +184,30 @@ def test_task_send_reports_a_silent_session_as_offline(agent, online):
 def test_task_send_refuses_bad_arguments_naming_the_field(agent, arguments, field):
     call = {"alias": "coder", "task": "write quicksort", **arguments}
 
-    refused_argument(lambda: task_send(actor=agent, **call), field)
+    refused_argument(lambda: send_task(actor=agent, **call), field)
     assert not Task.objects.exists()
     assert not InboxMessage.objects.exists()
 
 
 def test_task_send_chains_under_a_parent_task(agent):
-    parent = task_send(actor=agent, alias="lead", task="parent")["task_id"]
-    child = task_send(actor=agent, alias="coder", task="child", parent_task_id=parent)["task_id"]
+    parent = send_task(actor=agent, alias="lead", task="parent")["task_id"]
+    child = send_task(actor=agent, alias="coder", task="child", parent_task_id=parent)["task_id"]
 
     assert Task.objects.get(pk=child).parent_task_id == parent
 
 
 def test_task_send_refuses_an_unknown_parent(agent):
     error = refused_unwritten(
-        lambda: task_send(actor=agent, alias="coder", task="t", parent_task_id="nope"), "parent_task_not_found"
+        lambda: send_task(actor=agent, alias="coder", task="t", parent_task_id="nope"), "parent_task_not_found"
     )
     assert error.error == "parent task not found"
 
 
 def test_task_send_refuses_a_parent_from_another_network(agent, outsider):
-    foreign = task_send(actor=outsider, alias="coder", task="theirs")["task_id"]
+    foreign = send_task(actor=outsider, alias="coder", task="theirs")["task_id"]
 
     error = refused_unwritten(
-        lambda: task_send(actor=agent, alias="coder", task="t", parent_task_id=foreign), "parent_task_not_found"
+        lambda: send_task(actor=agent, alias="coder", task="t", parent_task_id=foreign), "parent_task_not_found"
     )
     assert error.error == "parent task not found"
 
@@ -218,10 +218,10 @@ def test_task_send_refuses_a_parent_from_another_network(agent, outsider):
 def test_task_send_repeat_with_the_same_request_id_returns_the_first_task(
     agent, published, django_capture_on_commit_callbacks
 ):
-    first = task_send(actor=agent, alias="coder", task="t", client_request_id="req-1")
+    first = send_task(actor=agent, alias="coder", task="t", client_request_id="req-1")
     before = written()
     with django_capture_on_commit_callbacks(execute=True):
-        again = task_send(actor=agent, alias="coder", task="t", client_request_id="req-1")
+        again = send_task(actor=agent, alias="coder", task="t", client_request_id="req-1")
 
     assert again["task_id"] == again["message_id"] == first["task_id"]
     assert again["duplicate"] is True
@@ -232,8 +232,8 @@ def test_task_send_repeat_with_the_same_request_id_returns_the_first_task(
 
 def test_task_send_same_request_id_from_another_token_is_a_new_task(agent, make_actor, network):
     other = make_actor(network, "member")
-    first = task_send(actor=agent, alias="coder", task="t", client_request_id="req-1")
-    second = task_send(actor=other, alias="coder", task="t", client_request_id="req-1")
+    first = send_task(actor=agent, alias="coder", task="t", client_request_id="req-1")
+    second = send_task(actor=other, alias="coder", task="t", client_request_id="req-1")
 
     assert second["task_id"] != first["task_id"]
     assert "duplicate" not in second
@@ -242,10 +242,10 @@ def test_task_send_same_request_id_from_another_token_is_a_new_task(agent, make_
 
 @pytest.mark.parametrize("change", [{"task": "something else"}, {"alias": "reviewer"}])
 def test_task_send_same_request_id_with_other_content_conflicts(agent, change):
-    first = task_send(actor=agent, alias="coder", task="t", client_request_id="req-1")
+    first = send_task(actor=agent, alias="coder", task="t", client_request_id="req-1")
 
     call = {"alias": "coder", "task": "t", "client_request_id": "req-1", **change}
-    error = refused_unwritten(lambda: task_send(actor=agent, **call), "idempotency_conflict")
+    error = refused_unwritten(lambda: send_task(actor=agent, **call), "idempotency_conflict")
     assert error.extra["task_id"] == first["task_id"]
 
 
@@ -253,19 +253,19 @@ def test_task_send_same_request_id_with_other_content_conflicts(agent, change):
 
 
 def test_task_send_refuses_a_viewer(viewer):
-    error = refused_unwritten(lambda: task_send(actor=viewer, alias="coder", task="t"), "permission_denied")
+    error = refused_unwritten(lambda: send_task(actor=viewer, alias="coder", task="t"), "permission_denied")
     assert error.error == "permission_denied"
 
 
 def test_task_send_network_token_cannot_write_to_another_network(agent, other_network):
     error = refused_unwritten(
-        lambda: task_send(actor=agent, alias="coder", task="t", network_id=other_network.id), "permission_denied"
+        lambda: send_task(actor=agent, alias="coder", task="t", network_id=other_network.id), "permission_denied"
     )
     assert error.error == "permission_denied"
 
 
 def test_task_send_network_token_may_name_its_own_network(agent, network):
-    sent = task_send(actor=agent, alias="coder", task="t", network_id=network.id)
+    sent = send_task(actor=agent, alias="coder", task="t", network_id=network.id)
 
     assert Task.objects.get(pk=sent["task_id"]).network_id == network.id
 
@@ -273,12 +273,12 @@ def test_task_send_network_token_may_name_its_own_network(agent, network):
 def test_task_send_user_token_in_several_networks_must_name_one(make_actor, network, other_network):
     bob = make_actor(user="bob", memberships={network: "member", other_network: "member"})
 
-    refused_unwritten(lambda: task_send(actor=bob, alias="coder", task="t"), "network_required")
+    refused_unwritten(lambda: send_task(actor=bob, alias="coder", task="t"), "network_required")
 
 
 def test_task_send_user_token_lands_in_the_named_network(make_actor, network, other_network):
     bob = make_actor(user="bob", memberships={network: "member", other_network: "member"})
-    sent = task_send(actor=bob, alias="coder", task="t", network_id=other_network.id)
+    sent = send_task(actor=bob, alias="coder", task="t", network_id=other_network.id)
 
     assert Task.objects.get(pk=sent["task_id"]).network_id == other_network.id
     assert InboxMessage.objects.get(pk=sent["message_id"]).network_id == other_network.id
@@ -290,7 +290,7 @@ def test_task_send_user_token_cannot_write_where_it_may_not(make_actor, network,
     carol = make_actor(user="carol", memberships=roles)
 
     refused_unwritten(
-        lambda: task_send(actor=carol, alias="coder", task="t", network_id=other_network.id), "permission_denied"
+        lambda: send_task(actor=carol, alias="coder", task="t", network_id=other_network.id), "permission_denied"
     )
 
 
@@ -299,7 +299,7 @@ def test_task_send_user_token_cannot_write_where_it_may_not(make_actor, network,
 
 def test_task_send_pushes_new_task_to_the_alias(agent, network, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        sent = task_send(
+        sent = send_task(
             actor=agent, alias="coder", task="t", priority="high", from_session="lead", context="c", budget_tokens=9
         )
 
@@ -323,7 +323,7 @@ def test_task_send_pushes_new_task_to_the_alias(agent, network, published, djang
 def test_task_send_rolled_back_pushes_nothing(agent, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError):
         with transaction.atomic():
-            task_send(actor=agent, alias="coder", task="t")
+            send_task(actor=agent, alias="coder", task="t")
             raise RuntimeError("the caller's transaction fails later")
 
     assert published == []
@@ -335,7 +335,7 @@ def test_task_send_rolled_back_pushes_nothing(agent, published, django_capture_o
 
 def test_message_send_shows_a_message_and_creates_no_task(agent, online):
     online("coder", status="working")
-    sent = message_send(actor=agent, alias="coder", message="lunch at noon")
+    sent = send_message(actor=agent, alias="coder", message="lunch at noon")
 
     row = InboxMessage.objects.get()
     assert sent == {"ok": True, "message_id": row.id, "session_status": "working"}
@@ -350,7 +350,7 @@ def test_message_send_shows_a_message_and_creates_no_task(agent, online):
 
 
 def test_message_send_accepts_a_message_at_its_limit(agent):
-    message_send(actor=agent, alias="coder", message="m" * 10_000, from_session="f" * 200)
+    send_message(actor=agent, alias="coder", message="m" * 10_000, from_session="f" * 200)
 
     assert len(InboxMessage.objects.get().content) == 10_000
 
@@ -368,16 +368,16 @@ def test_message_send_accepts_a_message_at_its_limit(agent):
 def test_message_send_refuses_bad_arguments_naming_the_field(agent, arguments, field):
     call = {"alias": "coder", "message": "hi", **arguments}
 
-    refused_argument(lambda: message_send(actor=agent, **call), field)
+    refused_argument(lambda: send_message(actor=agent, **call), field)
 
 
 def test_message_send_refuses_a_viewer(viewer):
-    refused_unwritten(lambda: message_send(actor=viewer, alias="coder", message="hi"), "permission_denied")
+    refused_unwritten(lambda: send_message(actor=viewer, alias="coder", message="hi"), "permission_denied")
 
 
 def test_message_send_pushes_new_message(agent, network, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        sent = message_send(actor=agent, alias="coder", message="hi", from_session="lead")
+        sent = send_message(actor=agent, alias="coder", message="hi", from_session="lead")
 
     (event,) = published
     assert (event.type, event.network_id, event.audience) == (EventType.NEW_MESSAGE, network.id, ("coder",))
@@ -401,7 +401,7 @@ def test_message_send_pushes_new_message(agent, network, published, django_captu
 @pytest.fixture
 def task_id(agent) -> str:
     """A delivered task from "lead" to "coder"."""
-    return task_send(actor=agent, alias="coder", task="write quicksort", from_session="lead")["task_id"]
+    return send_task(actor=agent, alias="coder", task="write quicksort", from_session="lead")["task_id"]
 
 
 @pytest.mark.parametrize(
@@ -409,7 +409,7 @@ def task_id(agent) -> str:
     [(None, "replied"), ("replied", "replied"), ("failed", "failed"), ("cancelled", "cancelled")],
 )
 def test_reply_send_ends_the_task_with_its_status(agent, task_id, status, expected):
-    sent = reply_send(actor=agent, alias="lead", text="done", in_reply_to=task_id, status=status, from_session="coder")
+    sent = send_reply(actor=agent, alias="lead", text="done", in_reply_to=task_id, status=status, from_session="coder")
 
     task = Task.objects.get(pk=task_id)
     assert (task.status, task.result) == (expected, "done")
@@ -427,21 +427,21 @@ def test_reply_send_ends_the_task_with_its_status(agent, task_id, status, expect
 
 def test_reply_send_stores_only_the_first_4000_characters_as_result(agent, task_id):
     text = "r" * 3_999 + "ABCDEF" + "s" * 1_000
-    sent = reply_send(actor=agent, alias="lead", text=text, in_reply_to=task_id)
+    sent = send_reply(actor=agent, alias="lead", text=text, in_reply_to=task_id)
 
     assert Task.objects.get(pk=task_id).result == text[:4_000]
     assert InboxMessage.objects.get(pk=sent["message_id"]).content == text
 
 
 def test_reply_send_withdraws_the_finished_task_from_the_receivers_inbox(agent, task_id):
-    reply_send(actor=agent, alias="lead", text="done", in_reply_to=task_id)
+    send_reply(actor=agent, alias="lead", text="done", in_reply_to=task_id)
 
-    assert inbox_list(actor=agent, alias="coder")["messages"] == []
+    assert get_inbox(actor=agent, alias="coder")["messages"] == []
 
 
 def test_reply_send_pushes_the_transition_and_the_reply(agent, task_id, published, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        sent = reply_send(actor=agent, alias="lead", text="done", in_reply_to=task_id, from_session="coder")
+        sent = send_reply(actor=agent, alias="lead", text="done", in_reply_to=task_id, from_session="coder")
 
     by_type = {event.type: event for event in published}
     assert set(by_type) == {EventType.TASK_UPDATED, EventType.NEW_REPLY}
@@ -455,17 +455,17 @@ def test_reply_send_pushes_the_transition_and_the_reply(agent, task_id, publishe
 
 def test_reply_send_to_an_unknown_task_is_refused(agent):
     error = refused_unwritten(
-        lambda: reply_send(actor=agent, alias="lead", text="t", in_reply_to="nope"), "task_not_found"
+        lambda: send_reply(actor=agent, alias="lead", text="t", in_reply_to="nope"), "task_not_found"
     )
     assert error.error == "task not found"
 
 
 @pytest.mark.parametrize("first", ["replied", "failed", "cancelled"])
 def test_reply_send_to_a_finished_task_is_refused(agent, task_id, first):
-    reply_send(actor=agent, alias="lead", text="first answer", in_reply_to=task_id, status=first)
+    send_reply(actor=agent, alias="lead", text="first answer", in_reply_to=task_id, status=first)
 
     error = refused_unwritten(
-        lambda: reply_send(actor=agent, alias="lead", text="again", in_reply_to=task_id), "task_terminal"
+        lambda: send_reply(actor=agent, alias="lead", text="again", in_reply_to=task_id), "task_terminal"
     )
     assert error.error == f"task is terminal ({first})"
     task = Task.objects.get(pk=task_id)
@@ -476,14 +476,14 @@ def test_reply_send_to_an_expired_task_is_refused(agent, task_id):
     Task.objects.filter(pk=task_id).update(expires_at=timezone.now() - timedelta(seconds=1))
 
     error = refused_unwritten(
-        lambda: reply_send(actor=agent, alias="lead", text="late", in_reply_to=task_id), "task_terminal"
+        lambda: send_reply(actor=agent, alias="lead", text="late", in_reply_to=task_id), "task_terminal"
     )
     assert error.error == "task is terminal (expired)"
 
 
 def test_reply_send_to_a_plain_message_changes_no_task(agent, task_id):
-    message = message_send(actor=agent, alias="coder", message="are you there?", from_session="lead")
-    sent = reply_send(actor=agent, alias="lead", text="yes", in_reply_to=message["message_id"])
+    message = send_message(actor=agent, alias="coder", message="are you there?", from_session="lead")
+    sent = send_reply(actor=agent, alias="lead", text="yes", in_reply_to=message["message_id"])
 
     assert sent["ok"] is True
     row = InboxMessage.objects.get(pk=sent["message_id"])
@@ -493,7 +493,7 @@ def test_reply_send_to_a_plain_message_changes_no_task(agent, task_id):
 
 
 def test_reply_send_without_in_reply_to_changes_no_task(agent, task_id):
-    sent = reply_send(actor=agent, alias="lead", text="fyi")
+    sent = send_reply(actor=agent, alias="lead", text="fyi")
 
     assert InboxMessage.objects.get(pk=sent["message_id"]).task_id is None
     assert Task.objects.get(pk=task_id).status == "delivered"
@@ -502,7 +502,7 @@ def test_reply_send_without_in_reply_to_changes_no_task(agent, task_id):
 @pytest.mark.parametrize("status", ["done", "delivered", "expired", "REPLIED"])
 def test_reply_send_refuses_a_status_that_is_not_an_outcome(agent, task_id, status):
     refused_argument(
-        lambda: reply_send(actor=agent, alias="lead", text="t", in_reply_to=task_id, status=status), "status"
+        lambda: send_reply(actor=agent, alias="lead", text="t", in_reply_to=task_id, status=status), "status"
     )
     assert Task.objects.get(pk=task_id).status == "delivered"
 
@@ -521,13 +521,13 @@ def test_reply_send_refuses_a_status_that_is_not_an_outcome(agent, task_id, stat
 def test_reply_send_refuses_bad_arguments_naming_the_field(agent, task_id, arguments, field):
     call = {"alias": "lead", "text": "done", "in_reply_to": task_id, **arguments}
 
-    refused_argument(lambda: reply_send(actor=agent, **call), field)
+    refused_argument(lambda: send_reply(actor=agent, **call), field)
     assert Task.objects.get(pk=task_id).status == "delivered"
 
 
 def test_reply_send_cannot_see_another_networks_task(outsider, task_id):
     error = refused_unwritten(
-        lambda: reply_send(actor=outsider, alias="lead", text="t", in_reply_to=task_id), "task_not_found"
+        lambda: send_reply(actor=outsider, alias="lead", text="t", in_reply_to=task_id), "task_not_found"
     )
     assert error.error == "task not found"
     assert Task.objects.get(pk=task_id).status == "delivered"
@@ -535,7 +535,7 @@ def test_reply_send_cannot_see_another_networks_task(outsider, task_id):
 
 def test_reply_send_refuses_a_viewer(viewer, task_id):
     refused_unwritten(
-        lambda: reply_send(actor=viewer, alias="lead", text="t", in_reply_to=task_id), "permission_denied"
+        lambda: send_reply(actor=viewer, alias="lead", text="t", in_reply_to=task_id), "permission_denied"
     )
     assert Task.objects.get(pk=task_id).status == "delivered"
 
@@ -551,7 +551,7 @@ def test_broadcast_reaches_each_online_session_of_the_network_once(agent, outsid
     online("gone", status="offline")
     online("elsewhere", actor=outsider)
 
-    sent = broadcast_send(actor=agent, message="deploy at 5")
+    sent = broadcast(actor=agent, message="deploy at 5")
 
     rows = InboxMessage.objects.order_by("to_alias")
     assert sent["ok"] is True
@@ -568,7 +568,7 @@ def test_broadcast_filter_server_picks_sessions_on_that_server(agent, online):
     online("b", server="s2")
     online("c")
 
-    sent = broadcast_send(actor=agent, message="m", filter_server="s1")
+    sent = broadcast(actor=agent, message="m", filter_server="s1")
 
     assert sent["recipients"] == 1
     assert InboxMessage.objects.get().to_alias == "a"
@@ -580,7 +580,7 @@ def test_broadcast_filter_status_picks_sessions_in_that_status(agent, online):
     online("c", status="idle")
     stale("c")
 
-    sent = broadcast_send(actor=agent, message="m", filter_status="idle")
+    sent = broadcast(actor=agent, message="m", filter_status="idle")
 
     assert sent["recipients"] == 1
     assert InboxMessage.objects.get().to_alias == "a"
@@ -590,7 +590,7 @@ def test_broadcast_with_nobody_online_sends_nothing(agent, online):
     online("silent")
     stale("silent")
 
-    assert broadcast_send(actor=agent, message="m") == {"ok": True, "recipients": 0, "message_ids": []}
+    assert broadcast(actor=agent, message="m") == {"ok": True, "recipients": 0, "message_ids": []}
     assert not InboxMessage.objects.exists()
 
 
@@ -598,7 +598,7 @@ def test_broadcast_pushes_one_event_per_recipient(agent, online, published, djan
     online("a")
     online("b")
     with django_capture_on_commit_callbacks(execute=True):
-        sent = broadcast_send(actor=agent, message="m")
+        sent = broadcast(actor=agent, message="m")
 
     assert sorted(event.audience for event in published) == [("a",), ("b",)]
     assert {event.type for event in published} == {EventType.BROADCAST}
@@ -609,7 +609,7 @@ def test_broadcast_pushes_one_event_per_recipient(agent, online, published, djan
 def test_broadcast_refuses_a_viewer(viewer, online):
     online("a")
 
-    refused_unwritten(lambda: broadcast_send(actor=viewer, message="m"), "permission_denied")
+    refused_unwritten(lambda: broadcast(actor=viewer, message="m"), "permission_denied")
 
 
 @pytest.mark.parametrize(
@@ -626,7 +626,7 @@ def test_broadcast_refuses_bad_arguments_naming_the_field(agent, online, argumen
     online("a")
     call = {"message": "m", **arguments}
 
-    refused_argument(lambda: broadcast_send(actor=agent, **call), field)
+    refused_argument(lambda: broadcast(actor=agent, **call), field)
 
 
 # --- get_inbox -----------------------------------------------------------------------------------
@@ -637,17 +637,17 @@ def test_inbox_list_orders_by_priority_then_oldest_first(agent):
         sent_in_order = [("low-1", "low"), ("normal-1", None), ("high-1", "high"), ("low-2", "low"),
                          ("high-2", "high"), ("normal-2", "normal")]  # fmt: skip
         for name, priority in sent_in_order:
-            task_send(actor=agent, alias="coder", task=name, priority=priority)
+            send_task(actor=agent, alias="coder", task=name, priority=priority)
             clock.tick(1)
-        messages = inbox_list(actor=agent, alias="coder")["messages"]
+        messages = get_inbox(actor=agent, alias="coder")["messages"]
 
     assert [m["content"] for m in messages] == ["high-1", "high-2", "normal-1", "normal-2", "low-1", "low-2"]
 
 
 def test_inbox_list_row_shape(agent, network):
     with freeze_time("2026-04-12 10:00:00"):
-        sent = task_send(actor=agent, alias="coder", task="t", context="ctx", from_session="lead")
-        (row,) = inbox_list(actor=agent, alias="coder")["messages"]
+        sent = send_task(actor=agent, alias="coder", task="t", context="ctx", from_session="lead")
+        (row,) = get_inbox(actor=agent, alias="coder")["messages"]
 
     assert set(row) == INBOX_ROW_KEYS
     assert row == {
@@ -671,22 +671,22 @@ def test_inbox_list_row_shape(agent, network):
 def test_inbox_list_limit(agent, limit, expected):
     with freeze_time("2026-04-12 10:00:00") as clock:
         for n in range(12):
-            message_send(actor=agent, alias="coder", message=f"m{n:02}")
+            send_message(actor=agent, alias="coder", message=f"m{n:02}")
             clock.tick(1)
-        messages = inbox_list(actor=agent, alias="coder", limit=limit)["messages"]
+        messages = get_inbox(actor=agent, alias="coder", limit=limit)["messages"]
 
     assert [m["content"] for m in messages] == [f"m{n:02}" for n in range(expected)]
 
 
 @pytest.mark.parametrize("limit", [101, 0, -1, True, "10", 2.5])
 def test_inbox_list_refuses_a_bad_limit(agent, limit):
-    refused_argument(lambda: inbox_list(actor=agent, alias="coder", limit=limit), "limit")
+    refused_argument(lambda: get_inbox(actor=agent, alias="coder", limit=limit), "limit")
 
 
 def test_inbox_list_shows_only_the_alias_own_messages_in_the_callers_networks(agent, outsider):
-    mine = task_send(actor=agent, alias="coder", task="mine")["message_id"]
-    task_send(actor=agent, alias="reviewer", task="not coder's")
-    task_send(actor=outsider, alias="coder", task="another network's coder")
+    mine = send_task(actor=agent, alias="coder", task="mine")["message_id"]
+    send_task(actor=agent, alias="reviewer", task="not coder's")
+    send_task(actor=outsider, alias="coder", task="another network's coder")
 
-    assert [m["id"] for m in inbox_list(actor=agent, alias="coder")["messages"]] == [mine]
-    assert [m["content"] for m in inbox_list(actor=outsider, alias="coder")["messages"]] == ["another network's coder"]
+    assert [m["id"] for m in get_inbox(actor=agent, alias="coder")["messages"]] == [mine]
+    assert [m["content"] for m in get_inbox(actor=outsider, alias="coder")["messages"]] == ["another network's coder"]

@@ -21,18 +21,18 @@ from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent
 from hub_tasks.models import Completion, InboxMessage, Task, TaskEvent
 from tests.helpers.calls import (
-    completion_list,
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    reply_send,
-    session_get,
-    task_ack,
-    task_cancel,
-    task_get,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    cancel_task,
+    get_completions,
+    get_inbox,
+    get_session_status,
+    get_task,
+    reassign_task,
+    report_completion,
+    retry_task,
+    send_ack,
+    send_reply,
+    send_task,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -51,20 +51,20 @@ def task_in(agent, online, clock) -> Callable[..., str]:
 
     def make(status: str, **send: Any) -> str:
         send = {"from_session": LEAD, "ttl_seconds": TTL, **send}
-        task_id = task_send(actor=agent, alias=CODER, task=CONTENT, **send)["task_id"]
+        task_id = send_task(actor=agent, alias=CODER, task=CONTENT, **send)["task_id"]
         match status:
             case "created":  # only a direct write reaches it: send_task delivers at once
                 Task.objects.filter(pk=task_id).update(status="created")
             case "acked":
-                inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+                ack_inbox(actor=agent, alias=CODER, message_id=task_id)
             case "running":
                 online(CODER, status="working", task=task_id)
             case "replied":
-                completion_report(actor=agent, alias=CODER, task=task_id, result="done")
+                report_completion(actor=agent, alias=CODER, task=task_id, result="done")
             case "failed":
-                reply_send(actor=agent, alias=LEAD, text="cannot", in_reply_to=task_id, status="failed")
+                send_reply(actor=agent, alias=LEAD, text="cannot", in_reply_to=task_id, status="failed")
             case "cancelled":
-                task_cancel(actor=agent, task_id=task_id)
+                cancel_task(actor=agent, task_id=task_id)
             case "expired":
                 clock.tick(timedelta(seconds=send["ttl_seconds"] + 1))
         assert row(agent, task_id)["status"] == status
@@ -74,11 +74,11 @@ def task_in(agent, online, clock) -> Callable[..., str]:
 
 
 def row(actor, task_id: str) -> dict[str, Any]:
-    return task_get(actor=actor, task_id=task_id)["task"]
+    return get_task(actor=actor, task_id=task_id)["task"]
 
 
 def pending(actor, alias: str) -> list[dict[str, Any]]:
-    return inbox_list(actor=actor, alias=alias, limit=100)["messages"]
+    return get_inbox(actor=actor, alias=alias, limit=100)["messages"]
 
 
 def pending_ids(actor, alias: str) -> list[str]:
@@ -152,7 +152,7 @@ def test_ack_inbox_takes_the_message_and_moves_only_a_delivered_task(task_in, at
     task_id = task_in(status)
     assert task_id in pending_ids(agent, CODER)
 
-    out = attempt(task_id, inbox_ack, actor=agent, alias=CODER, message_id=task_id)
+    out = attempt(task_id, ack_inbox, actor=agent, alias=CODER, message_id=task_id)
 
     assert out.result == {"ok": True}
     assert out.moves == ([(status, moves_to, agent.label)] if moves_to else [])
@@ -165,7 +165,7 @@ def test_ack_inbox_takes_the_message_and_moves_only_a_delivered_task(task_in, at
 def test_ack_inbox_of_a_message_no_longer_pending_is_refused(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, inbox_ack, actor=agent, alias=CODER, message_id=task_id)
+    out = attempt(task_id, ack_inbox, actor=agent, alias=CODER, message_id=task_id)
 
     assert out.error.error == "message not found or not yours"
 
@@ -185,7 +185,7 @@ def test_ack_inbox_refusals(task_in, attempt, request, agent, who, alias, messag
     actor = request.getfixturevalue(who)
 
     out = attempt(
-        task_id, inbox_ack, actor=actor, alias=alias, message_id=task_id if message_id == "the task" else message_id
+        task_id, ack_inbox, actor=actor, alias=alias, message_id=task_id if message_id == "the task" else message_id
     )
 
     assert out.error.error == error
@@ -200,7 +200,7 @@ def test_send_ack_acknowledges_created_and_delivered_tasks_only(task_in, attempt
     task_id = task_in(status)
     inbox_before = pending_ids(agent, CODER)
 
-    out = attempt(task_id, task_ack, actor=agent, task_id=task_id)
+    out = attempt(task_id, send_ack, actor=agent, task_id=task_id)
 
     assert out.result == {"ok": True, "task_id": task_id, "updated": updated}
     assert out.moves == ([(status, "acked", agent.label)] if updated else [])
@@ -213,7 +213,7 @@ def test_send_ack_acknowledges_created_and_delivered_tasks_only(task_in, attempt
 def test_send_ack_of_a_finished_task_is_refused(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, task_ack, actor=agent, task_id=task_id)
+    out = attempt(task_id, send_ack, actor=agent, task_id=task_id)
 
     assert out.error.error == terminal_error(status)
 
@@ -225,7 +225,7 @@ def test_send_ack_of_a_finished_task_is_refused(task_in, attempt, agent, status)
 def test_retry_sends_the_same_task_again_in_a_new_inbox_row(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, task_retry, actor=agent, task_id=task_id)
+    out = attempt(task_id, retry_task, actor=agent, task_id=task_id)
 
     new_message = out.result["message_id"]
     assert out.result == {"ok": True, "task_id": task_id, "retried_to": CODER, "message_id": new_message}
@@ -243,7 +243,7 @@ def test_retry_sends_the_same_task_again_in_a_new_inbox_row(task_in, attempt, ag
 def test_retry_grants_one_hour_whatever_the_first_ttl(task_in, agent, ttl):
     task_id = task_in("failed", ttl_seconds=ttl)
 
-    task_retry(actor=agent, task_id=task_id)
+    retry_task(actor=agent, task_id=task_id)
 
     assert Task.objects.get(pk=task_id).expires_at == timezone.now() + timedelta(hours=1)
 
@@ -252,16 +252,16 @@ def test_retry_grants_one_hour_whatever_the_first_ttl(task_in, agent, ttl):
 def test_retry_of_a_task_that_has_not_failed_is_refused(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, task_retry, actor=agent, task_id=task_id)
+    out = attempt(task_id, retry_task, actor=agent, task_id=task_id)
 
     assert out.error.error == f"task status is {status}, not retryable"
 
 
 def test_acking_the_retried_row_acks_the_retried_task(task_in, attempt, agent):
     task_id = task_in("cancelled")
-    new_message = task_retry(actor=agent, task_id=task_id)["message_id"]
+    new_message = retry_task(actor=agent, task_id=task_id)["message_id"]
 
-    out = attempt(task_id, inbox_ack, actor=agent, alias=CODER, message_id=new_message)
+    out = attempt(task_id, ack_inbox, actor=agent, alias=CODER, message_id=new_message)
 
     assert out.moves == [("delivered", "acked", agent.label)]
     assert pending_ids(agent, CODER) == []
@@ -274,7 +274,7 @@ def test_acking_the_retried_row_acks_the_retried_task(task_in, attempt, agent):
 def test_cancel_stops_an_unfinished_task_and_withdraws_its_message(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, task_cancel, actor=agent, task_id=task_id, reason="not needed")
+    out = attempt(task_id, cancel_task, actor=agent, task_id=task_id, reason="not needed")
 
     assert out.result == {"ok": True, "task_id": task_id, "cancelled": True}
     assert out.moves == [(status, "cancelled", agent.label)]
@@ -286,7 +286,7 @@ def test_cancel_stops_an_unfinished_task_and_withdraws_its_message(task_in, atte
 def test_cancel_of_a_finished_task_is_refused(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, task_cancel, actor=agent, task_id=task_id)
+    out = attempt(task_id, cancel_task, actor=agent, task_id=task_id)
 
     result = out.error.as_result()
     assert (result["ok"], result["cancelled"], result["error"]) == (False, False, terminal_error(status))
@@ -296,7 +296,7 @@ def test_cancel_of_a_finished_task_is_refused(task_in, attempt, agent, status):
 def test_cancel_reason_is_at_most_1000_characters(task_in, attempt, agent, length, accepted):
     task_id = task_in("delivered")
 
-    out = attempt(task_id, task_cancel, actor=agent, task_id=task_id, reason="r" * length)
+    out = attempt(task_id, cancel_task, actor=agent, task_id=task_id, reason="r" * length)
 
     if accepted:
         assert out.result["cancelled"] is True
@@ -313,7 +313,7 @@ def test_reassign_delivers_the_task_afresh_to_the_new_alias(task_in, attempt, cl
     expires_at = Task.objects.get(pk=task_id).expires_at
     clock.tick(timedelta(seconds=60))
 
-    out = attempt(task_id, task_reassign, actor=agent, task_id=task_id, new_alias=OTHER)
+    out = attempt(task_id, reassign_task, actor=agent, task_id=task_id, new_alias=OTHER)
 
     new_message = out.result["message_id"]
     assert out.result["ok"] is True
@@ -334,7 +334,7 @@ def test_reassign_interrupts_a_running_task(task_in, agent):
     task_id = task_in("running")
     assert Task.objects.get(pk=task_id).started_at is not None
 
-    task_reassign(actor=agent, task_id=task_id, new_alias=OTHER)
+    reassign_task(actor=agent, task_id=task_id, new_alias=OTHER)
 
     assert row(agent, task_id)["started_at"] is None
 
@@ -343,7 +343,7 @@ def test_reassign_interrupts_a_running_task(task_in, agent):
 def test_reassign_of_a_finished_task_is_refused(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, task_reassign, actor=agent, task_id=task_id, new_alias=OTHER)
+    out = attempt(task_id, reassign_task, actor=agent, task_id=task_id, new_alias=OTHER)
 
     assert out.error.error == terminal_error(status)
     assert pending_ids(agent, OTHER) == []
@@ -356,7 +356,7 @@ def test_reassign_of_a_finished_task_is_refused(task_in, attempt, agent, status)
 def test_completion_by_task_id_replies_the_task(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, completion_report, actor=agent, alias=CODER, task=task_id, result="sorted")
+    out = attempt(task_id, report_completion, actor=agent, alias=CODER, task=task_id, result="sorted")
 
     assert out.result == {"ok": True, "completion_id": out.result["completion_id"], "task_id": task_id}
     assert out.moves == [(status, "replied", agent.label)]
@@ -369,7 +369,7 @@ def test_completion_by_task_id_replies_the_task(task_in, attempt, agent, status)
 def test_completion_for_a_task_it_cannot_close_is_recorded_with_a_warning(task_in, attempt, agent, status):
     task_id = task_in(status)
 
-    out = attempt(task_id, completion_report, actor=agent, alias=CODER, task=task_id, result="late")
+    out = attempt(task_id, report_completion, actor=agent, alias=CODER, task=task_id, result="late")
 
     assert out.result["ok"] is True
     assert task_id in out.result["warning"]
@@ -385,9 +385,9 @@ def test_completion_by_content_closes_the_latest_open_task_of_that_alias(task_in
     clock.tick(1)
     task_in("cancelled")  # newest with that content, but finished
     clock.tick(1)
-    elsewhere = task_send(actor=agent, alias=OTHER, task=CONTENT)["task_id"]
+    elsewhere = send_task(actor=agent, alias=OTHER, task=CONTENT)["task_id"]
 
-    done = completion_report(actor=agent, alias=CODER, task=CONTENT, result="sorted")
+    done = report_completion(actor=agent, alias=CODER, task=CONTENT, result="sorted")
 
     assert done["task_id"] == newer
     statuses = {task_id: row(agent, task_id)["status"] for task_id in (older, newer, elsewhere)}
@@ -397,22 +397,22 @@ def test_completion_by_content_closes_the_latest_open_task_of_that_alias(task_in
 def test_completion_by_task_id_closes_the_task_whoever_it_is_addressed_to_now(agent):
     # The contract matches task_id first, with no alias condition: an agent that finishes a task
     # which was reassigned away meanwhile still closes it.
-    task_id = task_send(actor=agent, alias=CODER, task=CONTENT)["task_id"]
-    task_reassign(actor=agent, task_id=task_id, new_alias=OTHER)
+    task_id = send_task(actor=agent, alias=CODER, task=CONTENT)["task_id"]
+    reassign_task(actor=agent, task_id=task_id, new_alias=OTHER)
 
-    done = completion_report(actor=agent, alias=CODER, task=task_id, result="finished anyway")
+    done = report_completion(actor=agent, alias=CODER, task=task_id, result="finished anyway")
 
     assert (done["task_id"], "warning" in done) == (task_id, False)
     assert row(agent, task_id)["status"] == "replied"
 
 
 def test_completion_matching_no_task_is_still_recorded(agent):
-    done = completion_report(actor=agent, alias=CODER, task="something nobody asked for", result="did it")
+    done = report_completion(actor=agent, alias=CODER, task="something nobody asked for", result="did it")
 
     # Recorded all the same, and said so (issue 24): the caller learns its task argument named nothing.
     assert (done["ok"], done["task_id"]) == (True, None)
     assert "recorded without a task" in done["warning"]
-    rows = completion_list(actor=agent, alias=CODER)["completions"]
+    rows = get_completions(actor=agent, alias=CODER)["completions"]
     assert [(r["id"], r["task"], r["result"]) for r in rows] == [
         (done["completion_id"], "something nobody asked for", "did it")
     ]
@@ -422,10 +422,10 @@ def test_completion_keeps_the_whole_result_but_the_task_only_4000_characters(tas
     task_id = task_in("running")
     result = "".join(str(i % 10) for i in range(50_000))
 
-    done = completion_report(actor=agent, alias=CODER, task=task_id, result=result)
+    done = report_completion(actor=agent, alias=CODER, task=task_id, result=result)
 
     assert row(agent, task_id)["result"] == result[:4000]
-    (recorded,) = completion_list(actor=agent, alias=CODER)["completions"]
+    (recorded,) = get_completions(actor=agent, alias=CODER)["completions"]
     assert (recorded["id"], recorded["result"]) == (done["completion_id"], result)
 
 
@@ -433,18 +433,18 @@ def test_completion_sets_the_alias_idle(task_in, online, agent):
     task_id = task_in("delivered")
     online(CODER, status="working", task=task_id, progress=50)
 
-    completion_report(actor=agent, alias=CODER, task=task_id, result="done")
+    report_completion(actor=agent, alias=CODER, task=task_id, result="done")
 
-    session = session_get(actor=agent, alias=CODER)["session"]
+    session = get_session_status(actor=agent, alias=CODER)["session"]
     assert (session["status"], session["task"], session["progress"]) == ("idle", None, 0)
 
 
 def test_completion_stores_artifacts_as_a_json_string(agent):
     artifacts = [f"/tmp/out-{i}.py" for i in range(50)]
 
-    completion_report(actor=agent, alias=CODER, task="t", result="r", artifacts=artifacts, score=10)
+    report_completion(actor=agent, alias=CODER, task="t", result="r", artifacts=artifacts, score=10)
 
-    (recorded,) = completion_list(actor=agent, alias=CODER)["completions"]
+    (recorded,) = get_completions(actor=agent, alias=CODER)["completions"]
     assert isinstance(recorded["artifacts"], str)
     assert json.loads(recorded["artifacts"]) == artifacts
     assert recorded["score"] == 10
@@ -464,23 +464,23 @@ def test_completion_out_of_limits_is_refused(task_in, attempt, agent, field, val
     task_id = task_in("running")
     call = {"result": "done", field: value}
 
-    out = attempt(task_id, completion_report, actor=agent, alias=CODER, task=task_id, **call)
+    out = attempt(task_id, report_completion, actor=agent, alias=CODER, task=task_id, **call)
 
     assert (out.error.code, out.error.extra["field"]) == ("invalid_argument", field)
 
 
 @pytest.mark.parametrize("score", [0, 10])
 def test_completion_score_bounds_are_inclusive(agent, score):
-    done = completion_report(actor=agent, alias=CODER, task="t", result="r", score=score)
+    done = report_completion(actor=agent, alias=CODER, task="t", result="r", score=score)
 
     assert Completion.objects.get(pk=done["completion_id"]).score == score
 
 
 def test_completion_of_a_child_task_chains_the_reply_to_the_parents_sender(agent, attempt):
-    parent = task_send(actor=agent, alias=LEAD, task="ship sorting", from_session="boss")["task_id"]
-    child = task_send(actor=agent, alias=CODER, task=CONTENT, from_session=LEAD, parent_task_id=parent)["task_id"]
+    parent = send_task(actor=agent, alias=LEAD, task="ship sorting", from_session="boss")["task_id"]
+    child = send_task(actor=agent, alias=CODER, task=CONTENT, from_session=LEAD, parent_task_id=parent)["task_id"]
 
-    out = attempt(child, completion_report, actor=agent, alias=CODER, task=child, result="sorted")
+    out = attempt(child, report_completion, actor=agent, alias=CODER, task=child, result="sorted")
 
     chained = [event for event in out.pushed if event.type == EventType.CHAINED_REPLY]
     assert len(chained) == 1
@@ -502,23 +502,23 @@ def test_completion_of_a_child_task_chains_the_reply_to_the_parents_sender(agent
 
 
 WRITES: dict[str, tuple[str, Callable[..., Any]]] = {
-    "ack_inbox": ("delivered", lambda actor, task_id: inbox_ack(actor=actor, alias=CODER, message_id=task_id)),
-    "send_ack": ("delivered", lambda actor, task_id: task_ack(actor=actor, task_id=task_id)),
-    "retry_task": ("failed", lambda actor, task_id: task_retry(actor=actor, task_id=task_id)),
-    "cancel_task": ("delivered", lambda actor, task_id: task_cancel(actor=actor, task_id=task_id)),
-    "reassign_task": ("delivered", lambda actor, task_id: task_reassign(actor=actor, task_id=task_id, new_alias=OTHER)),
+    "ack_inbox": ("delivered", lambda actor, task_id: ack_inbox(actor=actor, alias=CODER, message_id=task_id)),
+    "send_ack": ("delivered", lambda actor, task_id: send_ack(actor=actor, task_id=task_id)),
+    "retry_task": ("failed", lambda actor, task_id: retry_task(actor=actor, task_id=task_id)),
+    "cancel_task": ("delivered", lambda actor, task_id: cancel_task(actor=actor, task_id=task_id)),
+    "reassign_task": ("delivered", lambda actor, task_id: reassign_task(actor=actor, task_id=task_id, new_alias=OTHER)),
     "send_reply": (
         "delivered",
-        lambda actor, task_id: reply_send(actor=actor, alias=LEAD, text="done", in_reply_to=task_id),
+        lambda actor, task_id: send_reply(actor=actor, alias=LEAD, text="done", in_reply_to=task_id),
     ),
     "report_completion": (
         "delivered",
-        lambda actor, task_id: completion_report(actor=actor, alias=CODER, task=task_id, result="done"),
+        lambda actor, task_id: report_completion(actor=actor, alias=CODER, task=task_id, result="done"),
     ),
 }
 TASK_OPERATIONS = {
     **{name: WRITES[name] for name in ("send_ack", "retry_task", "cancel_task", "reassign_task", "send_reply")},
-    "get_task": ("delivered", lambda actor, task_id: task_get(actor=actor, task_id=task_id)),
+    "get_task": ("delivered", lambda actor, task_id: get_task(actor=actor, task_id=task_id)),
 }
 
 
@@ -555,7 +555,7 @@ def test_an_unknown_task_id_is_not_found(task_in, attempt, agent, operation):
 def test_another_networks_completion_does_not_close_the_task(task_in, attempt, outsider, agent):
     task_id = task_in("running")
 
-    out = attempt(task_id, completion_report, actor=outsider, alias=CODER, task=task_id, result="done")
+    out = attempt(task_id, report_completion, actor=outsider, alias=CODER, task=task_id, result="done")
 
     assert out.result["task_id"] is None
     assert out.moves == []

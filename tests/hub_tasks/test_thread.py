@@ -5,41 +5,41 @@ from __future__ import annotations
 from hub_tasks.models import InboxMessage
 from tests.helpers import refused
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    question_answer,
-    question_ask,
-    reply_send,
-    task_send,
-    task_thread,
+    ack_inbox,
+    answer_question,
+    ask_operator,
+    get_thread,
+    report_completion,
+    send_reply,
+    send_task,
 )
 
 LEAD, CODER, HELPER = "lead", "coder", "helper"
 
 
 def test_a_thread_holds_every_kind_of_message_about_its_task_in_order(agent, clock):
-    task_id = task_send(actor=agent, alias=CODER, task="port the parser", context="see #12", from_session=LEAD)[
+    task_id = send_task(actor=agent, alias=CODER, task="port the parser", context="see #12", from_session=LEAD)[
         "task_id"
     ]
-    inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+    ack_inbox(actor=agent, alias=CODER, message_id=task_id)
     clock.tick(1)
-    asked = question_ask(actor=agent, task_id=task_id, question="Keep the old API?", options=["yes", "no"])
+    asked = ask_operator(actor=agent, task_id=task_id, question="Keep the old API?", options=["yes", "no"])
     clock.tick(1)
-    answered = question_answer(actor=agent, question_id=asked["question_id"], answer="yes, for a release")
+    answered = answer_question(actor=agent, question_id=asked["question_id"], answer="yes, for a release")
     clock.tick(1)
-    child = task_send(actor=agent, alias=HELPER, task="port the tests", from_session=CODER, parent_task_id=task_id)[
+    child = send_task(actor=agent, alias=HELPER, task="port the tests", from_session=CODER, parent_task_id=task_id)[
         "task_id"
     ]
     clock.tick(1)
-    completion_report(actor=agent, alias=HELPER, task=child, result="tests ported")
+    report_completion(actor=agent, alias=HELPER, task=child, result="tests ported")
     clock.tick(1)
-    note = reply_send(actor=agent, alias=LEAD, text="halfway there", in_reply_to=task_id, from_session=CODER)
+    note = send_reply(actor=agent, alias=LEAD, text="halfway there", in_reply_to=task_id, from_session=CODER)
     clock.tick(1)
-    done = completion_report(actor=agent, alias=CODER, task=task_id, result="parser ported")
+    done = report_completion(actor=agent, alias=CODER, task=task_id, result="parser ported")
     # Noise that is not about this task: none of it may show.
-    task_send(actor=agent, alias=CODER, task="another task", from_session=LEAD)
+    send_task(actor=agent, alias=CODER, task="another task", from_session=LEAD)
 
-    thread = task_thread(actor=agent, task_id=task_id)
+    thread = get_thread(actor=agent, task_id=task_id)
 
     assert thread["task_id"] == task_id
     kinds = [(entry["kind"], entry.get("type")) for entry in thread["entries"]]
@@ -85,16 +85,16 @@ def test_entries_within_one_millisecond_keep_the_order_they_were_written_in(agen
     """`at` shows milliseconds; the thread is ordered by the stored microseconds, so a second question
     asked 200 µs after the first one's answer comes after it (a question's kind sorts before an
     answer's only when both share the microsecond)."""
-    task_id = task_send(actor=agent, alias=CODER, task="port the parser", from_session=LEAD)["task_id"]
-    inbox_ack(actor=agent, alias=CODER, message_id=task_id)
+    task_id = send_task(actor=agent, alias=CODER, task="port the parser", from_session=LEAD)["task_id"]
+    ack_inbox(actor=agent, alias=CODER, message_id=task_id)
     clock.tick(1)
-    first = question_ask(actor=agent, task_id=task_id, question="Keep the old API?")
+    first = ask_operator(actor=agent, task_id=task_id, question="Keep the old API?")
     clock.tick(1)
-    answered = question_answer(actor=agent, question_id=first["question_id"], answer="yes")
+    answered = answer_question(actor=agent, question_id=first["question_id"], answer="yes")
     clock.tick(0.0002)
-    second = question_ask(actor=agent, task_id=task_id, question="For how long?")
+    second = ask_operator(actor=agent, task_id=task_id, question="For how long?")
 
-    entries = task_thread(actor=agent, task_id=task_id)["entries"]
+    entries = get_thread(actor=agent, task_id=task_id)["entries"]
 
     ids = [entry["id"] for entry in entries]
     assert ids == [task_id, first["question_id"], answered["message_id"], second["question_id"]]
@@ -102,16 +102,16 @@ def test_entries_within_one_millisecond_keep_the_order_they_were_written_in(agen
 
 
 def test_a_fresh_task_is_a_thread_of_one(agent):
-    task_id = task_send(actor=agent, alias=CODER, task="just sent")["task_id"]
+    task_id = send_task(actor=agent, alias=CODER, task="just sent")["task_id"]
 
-    (only,) = task_thread(actor=agent, task_id=task_id)["entries"]
+    (only,) = get_thread(actor=agent, task_id=task_id)["entries"]
 
     assert (only["kind"], only["id"], only["content"]) == ("task", task_id, "just sent")
 
 
 def test_another_networks_thread_is_not_found(agent, outsider):
-    task_id = task_send(actor=agent, alias=CODER, task="private")["task_id"]
+    task_id = send_task(actor=agent, alias=CODER, task="private")["task_id"]
 
-    missing = refused(task_thread, actor=outsider, task_id=task_id)
+    missing = refused(get_thread, actor=outsider, task_id=task_id)
 
     assert (missing.code, missing.status) == ("task_not_found", 404)

@@ -9,14 +9,14 @@ import pytest
 from hub_core.errors import HubError
 from hub_tasks.models import AgentUsage, TaskAttempt
 from tests.helpers.calls import (
-    completion_report,
-    inbox_ack,
-    inbox_list,
-    reply_send,
-    task_get,
-    task_reassign,
-    task_retry,
-    task_send,
+    ack_inbox,
+    get_inbox,
+    get_task,
+    reassign_task,
+    report_completion,
+    retry_task,
+    send_reply,
+    send_task,
 )
 
 pytestmark = pytest.mark.django_db
@@ -26,24 +26,24 @@ USAGE = {"tokens_in": 1200, "tokens_out": 340, "cost_usd": 0.0125, "model": "cla
 
 
 def send(agent, **extra) -> str:
-    return task_send(actor=agent, alias=CODER, task="write quicksort", from_session=LEAD, **extra)["task_id"]
+    return send_task(actor=agent, alias=CODER, task="write quicksort", from_session=LEAD, **extra)["task_id"]
 
 
 def take(agent, task_id: str) -> dict:
-    (message,) = [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-    inbox_ack(actor=agent, alias=CODER, message_id=message["id"])
+    (message,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
+    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
     return message
 
 
 def attempts(agent, task_id: str) -> list[dict]:
-    return task_get(actor=agent, task_id=task_id)["attempts"]
+    return get_task(actor=agent, task_id=task_id)["attempts"]
 
 
 def test_report_completion_stores_usage_and_duration_on_the_attempt_it_closes(agent):
     task_id = send(agent)
     take(agent, task_id)
 
-    completion_report(actor=agent, alias=CODER, task=task_id, result="done", duration_minutes=1.5, **USAGE)
+    report_completion(actor=agent, alias=CODER, task=task_id, result="done", duration_minutes=1.5, **USAGE)
 
     (attempt,) = attempts(agent, task_id)
     assert attempt["outcome"] == "replied"
@@ -58,7 +58,7 @@ def test_an_attempt_without_usage_reads_null_and_old_calls_answer_as_before(agen
     task_id = send(agent)
     take(agent, task_id)
 
-    answer = completion_report(actor=agent, alias=CODER, task=task_id, result="done")
+    answer = report_completion(actor=agent, alias=CODER, task=task_id, result="done")
 
     assert set(answer) == {"ok", "completion_id", "task_id"}
     (attempt,) = attempts(agent, task_id)
@@ -70,8 +70,8 @@ def test_a_failed_run_reported_by_reply_then_completion_counts_once_on_that_atte
     task_id = send(agent, max_attempts=3, retry_backoff_seconds=1)
     take(agent, task_id)
 
-    reply_send(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER, **USAGE)
-    completion_report(actor=agent, alias=CODER, task=task_id, result="broke", duration_minutes=2, **USAGE)
+    send_reply(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER, **USAGE)
+    report_completion(actor=agent, alias=CODER, task=task_id, result="broke", duration_minutes=2, **USAGE)
 
     first = TaskAttempt.objects.get(task_id=task_id, number=1)
     assert (first.outcome, first.tokens_in, first.duration_seconds) == ("failed", 1200, 120)
@@ -82,10 +82,10 @@ def test_a_failed_run_reported_by_reply_then_completion_counts_once_on_that_atte
 def test_a_failed_runs_usage_never_lands_on_the_retry_delivered_meanwhile(agent):
     task_id = send(agent)
     take(agent, task_id)
-    reply_send(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
-    task_retry(actor=agent, task_id=task_id)  # attempt 2, delivered to the same agent, not taken yet
+    send_reply(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
+    retry_task(actor=agent, task_id=task_id)  # attempt 2, delivered to the same agent, not taken yet
 
-    completion_report(actor=agent, alias=CODER, task=task_id, result="broke", **USAGE)
+    report_completion(actor=agent, alias=CODER, task=task_id, result="broke", **USAGE)
 
     one, two = (TaskAttempt.objects.get(task_id=task_id, number=n) for n in (1, 2))
     assert one.tokens_in == 1200 and one.model == USAGE["model"]
@@ -96,7 +96,7 @@ def test_usage_on_a_reply_stores_on_the_attempt_the_reply_ends(agent):
     task_id = send(agent)
     take(agent, task_id)
 
-    reply_send(actor=agent, alias=LEAD, text="here", in_reply_to=task_id, from_session=CODER, tokens_out=7)
+    send_reply(actor=agent, alias=LEAD, text="here", in_reply_to=task_id, from_session=CODER, tokens_out=7)
 
     (attempt,) = attempts(agent, task_id)
     assert (attempt["outcome"], attempt["tokens_out"], attempt["tokens_in"]) == ("replied", 7, None)
@@ -104,7 +104,7 @@ def test_usage_on_a_reply_stores_on_the_attempt_the_reply_ends(agent):
 
 def test_usage_on_a_reply_to_no_task_is_refused_naming_what_to_pass(agent):
     with pytest.raises(HubError) as refused:
-        reply_send(actor=agent, alias=LEAD, text="hi", cost_usd=0.5)
+        send_reply(actor=agent, alias=LEAD, text="hi", cost_usd=0.5)
 
     assert refused.value.code == "invalid_argument"
     assert refused.value.extra["field"] == "cost_usd"
@@ -119,7 +119,7 @@ def test_usage_out_of_its_limits_is_refused(agent, argument, value):
     task_id = send(agent)
 
     with pytest.raises(HubError) as refused:
-        completion_report(actor=agent, alias=CODER, task=task_id, result="done", **{argument: value})
+        report_completion(actor=agent, alias=CODER, task=task_id, result="done", **{argument: value})
 
     assert refused.value.extra["field"] == argument
 
@@ -129,13 +129,13 @@ def test_a_budget_travels_with_the_task_to_its_inbox_row_get_task_retry_and_reas
 
     message = take(agent, task_id)
     assert (message["budget_usd"], message["budget_tokens"]) == (5.0, 2_000_000)
-    row = task_get(actor=agent, task_id=task_id)["task"]
+    row = get_task(actor=agent, task_id=task_id)["task"]
     assert (row["budget_usd"], row["budget_tokens"]) == (5.0, 2_000_000)
 
-    reply_send(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
-    task_retry(actor=agent, task_id=task_id)
-    task_reassign(actor=agent, task_id=task_id, new_alias="other")
-    (again,) = inbox_list(actor=agent, alias="other")["messages"]
+    send_reply(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
+    retry_task(actor=agent, task_id=task_id)
+    reassign_task(actor=agent, task_id=task_id, new_alias="other")
+    (again,) = get_inbox(actor=agent, alias="other")["messages"]
     assert (again["budget_usd"], again["budget_tokens"]) == (5.0, 2_000_000)
 
 
@@ -145,7 +145,7 @@ def test_a_task_without_budget_and_other_messages_carry_null(agent):
     message = take(agent, task_id)
 
     assert message["budget_usd"] is None and message["budget_tokens"] is None
-    assert task_get(actor=agent, task_id=task_id)["task"]["budget_usd"] is None
+    assert get_task(actor=agent, task_id=task_id)["task"]["budget_usd"] is None
 
 
 @pytest.mark.parametrize(("argument", "value"), [("budget_usd", 0), ("budget_usd", -1.0), ("budget_tokens", 0)])

@@ -9,7 +9,7 @@ import pytest
 from hub_core.errors import HubError
 from hub_tasks.models import InboxMessage
 from hub_tools.models import ApprovalRule
-from tests.helpers.calls import approval_decide, broadcast_send
+from tests.helpers.calls import broadcast, decide_approval
 from tests.helpers.races import race
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.race]
@@ -29,7 +29,7 @@ def held(network, agent, online):
     ApprovalRule.objects.create(network=network, name="two keys", tool="broadcast", tier=ApprovalRule.Tier.TWO)
 
     def hold(text: str) -> str:
-        return broadcast_send(actor=agent, message=text)["approval_id"]
+        return broadcast(actor=agent, message=text)["approval_id"]
 
     return hold
 
@@ -44,7 +44,7 @@ def test_racing_approvals_run_the_call_once(held, approvers, round_):
     approval_id = held(text)
 
     outcomes = race(
-        *(lambda a=a: approval_decide(actor=a, approval_id=approval_id, decision="approve") for a in approvers)
+        *(lambda a=a: decide_approval(actor=a, approval_id=approval_id, decision="approve") for a in approvers)
     )
 
     ran = [o for o in outcomes if not isinstance(o, HubError) and o["status"] == "approved"]
@@ -60,12 +60,12 @@ def test_racing_approvals_run_the_call_once(held, approvers, round_):
 def test_a_winning_rejection_means_the_call_never_runs(held, approvers, round_):
     text = f"drop the table, round {round_}"
     approval_id = held(text)
-    approval_decide(actor=approvers[0], approval_id=approval_id, decision="approve")
+    decide_approval(actor=approvers[0], approval_id=approval_id, decision="approve")
     decisions = ["reject", "approve", "approve", "reject"]
 
     outcomes = race(
         *(
-            lambda a=a, d=d: approval_decide(actor=a, approval_id=approval_id, decision=d)
+            lambda a=a, d=d: decide_approval(actor=a, approval_id=approval_id, decision=d)
             for a, d in zip(approvers[1:], decisions, strict=False)
         )
     )

@@ -15,19 +15,19 @@ from hub_core.errors import HubError
 from hub_events.models import Event
 from hub_tasks.models import AgentUsage, Completion, InboxMessage, TaskAttempt, TaskEvent
 from hub_tools.models import ReplayKey
-from tests.helpers.calls import completion_report, inbox_ack, inbox_list, reply_send, session_report, task_send
+from tests.helpers.calls import ack_inbox, get_inbox, report_completion, report_status, send_reply, send_task
 from tests.helpers.races import race
 
 CODER, LEAD = "coder", "lead"
 
 
 def send(agent) -> str:
-    return task_send(actor=agent, alias=CODER, task="write quicksort", from_session=LEAD)["task_id"]
+    return send_task(actor=agent, alias=CODER, task="write quicksort", from_session=LEAD)["task_id"]
 
 
 def take(agent, task_id: str) -> str:
-    (message,) = [m for m in inbox_list(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-    inbox_ack(actor=agent, alias=CODER, message_id=message["id"])
+    (message,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
+    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
     return message["id"]
 
 
@@ -42,9 +42,9 @@ def test_a_replayed_completion_answers_the_first_answer_and_writes_nothing(agent
     take(agent, task_id)
     call = {"alias": CODER, "task": task_id, "result": "done", "tokens_in": 5, "idempotency_key": "n1:task:1:done"}
 
-    first = completion_report(actor=agent, **call)
+    first = report_completion(actor=agent, **call)
     before = written()
-    again = completion_report(actor=agent, **call)
+    again = report_completion(actor=agent, **call)
 
     assert again == first
     assert written() == before
@@ -56,12 +56,12 @@ def test_a_replayed_completion_answers_the_first_answer_and_writes_nothing(agent
 def test_a_lost_answer_to_a_failed_tasks_completion_leaves_one_completion_row(agent):
     task_id = send(agent)
     take(agent, task_id)
-    reply_send(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
+    send_reply(actor=agent, alias=LEAD, text="broke", in_reply_to=task_id, status="failed", from_session=CODER)
     call = {"alias": CODER, "task": task_id, "result": "broke", "idempotency_key": "n1:fail"}
 
-    first = completion_report(actor=agent, **call)
+    first = report_completion(actor=agent, **call)
     assert "warning" in first  # the task is failed: recorded, the task unchanged
-    assert completion_report(actor=agent, **call) == first
+    assert report_completion(actor=agent, **call) == first
 
     assert Completion.objects.filter(task_id=task_id).count() == 1
 
@@ -72,8 +72,8 @@ def test_a_replayed_reply_sends_no_second_reply(agent):
     take(agent, task_id)
     call = {"alias": LEAD, "text": "here", "in_reply_to": task_id, "from_session": CODER, "idempotency_key": "r1"}
 
-    first = reply_send(actor=agent, **call)
-    again = reply_send(actor=agent, **call)
+    first = send_reply(actor=agent, **call)
+    again = send_reply(actor=agent, **call)
 
     assert again == first  # without the key the second would be refused: task is terminal
     assert InboxMessage.objects.filter(task_id=task_id, type="reply").count() == 1
@@ -82,16 +82,16 @@ def test_a_replayed_reply_sends_no_second_reply(agent):
 @pytest.mark.django_db
 def test_a_replayed_ack_and_status_answer_as_before_and_touch_nothing(agent, clock):
     task_id = send(agent)
-    (message,) = inbox_list(actor=agent, alias=CODER)["messages"]
+    (message,) = get_inbox(actor=agent, alias=CODER)["messages"]
     ack = {"alias": CODER, "message_id": message["id"], "idempotency_key": "a1"}
-    assert inbox_ack(actor=agent, **ack) == {"ok": True}
-    assert inbox_ack(actor=agent, **ack) == {"ok": True}  # without the key: message_already_acked
+    assert ack_inbox(actor=agent, **ack) == {"ok": True}
+    assert ack_inbox(actor=agent, **ack) == {"ok": True}  # without the key: message_already_acked
 
     status = {"resume_id": "r", "alias": CODER, "status": "working", "task": task_id, "idempotency_key": "s1"}
-    first = session_report(actor=agent, **status)
+    first = report_status(actor=agent, **status)
     seen = AgentSession.objects.get(alias=CODER).last_seen_at
     clock.tick(timedelta(seconds=30))
-    assert session_report(actor=agent, **status) == first
+    assert report_status(actor=agent, **status) == first
     assert AgentSession.objects.get(alias=CODER).last_seen_at == seen
     assert TaskEvent.objects.filter(task_id=task_id, to_status="running").count() == 1
 
@@ -100,11 +100,11 @@ def test_a_replayed_ack_and_status_answer_as_before_and_touch_nothing(agent, clo
 def test_a_key_reused_with_other_arguments_or_another_tool_is_refused(agent):
     task_id = send(agent)
     take(agent, task_id)
-    completion_report(actor=agent, alias=CODER, task=task_id, result="done", idempotency_key="k")
+    report_completion(actor=agent, alias=CODER, task=task_id, result="done", idempotency_key="k")
 
     for call in (
-        lambda: completion_report(actor=agent, alias=CODER, task=task_id, result="other", idempotency_key="k"),
-        lambda: reply_send(actor=agent, alias=LEAD, text="x", idempotency_key="k"),
+        lambda: report_completion(actor=agent, alias=CODER, task=task_id, result="other", idempotency_key="k"),
+        lambda: send_reply(actor=agent, alias=LEAD, text="x", idempotency_key="k"),
     ):
         with pytest.raises(HubError) as refused:
             call()
@@ -119,11 +119,11 @@ def test_a_key_is_the_callers_own_and_a_refused_call_stores_none(agent, make_act
     task_id = send(agent)
     take(agent, task_id)
     call = {"alias": CODER, "task": task_id, "result": "done", "idempotency_key": "same"}
-    completion_report(actor=agent, **call)
+    report_completion(actor=agent, **call)
 
-    completion_report(actor=other, **call)  # another token: its own key, its own completion
+    report_completion(actor=other, **call)  # another token: its own key, its own completion
     with pytest.raises(HubError):
-        reply_send(actor=agent, alias=LEAD, text="x", in_reply_to="no-such-task", idempotency_key="refused")
+        send_reply(actor=agent, alias=LEAD, text="x", in_reply_to="no-such-task", idempotency_key="refused")
 
     assert Completion.objects.count() == 2
     assert not ReplayKey.objects.filter(key="refused").exists()
@@ -133,9 +133,9 @@ def test_a_key_is_the_callers_own_and_a_refused_call_stores_none(agent, make_act
 def test_the_sweep_prunes_keys_older_than_seven_days(agent, clock):
     task_id = send(agent)
     take(agent, task_id)
-    completion_report(actor=agent, alias=CODER, task=task_id, result="done", idempotency_key="old")
+    report_completion(actor=agent, alias=CODER, task=task_id, result="done", idempotency_key="old")
     clock.tick(timedelta(days=6))
-    completion_report(actor=agent, alias=CODER, task=task_id, result="again", idempotency_key="newer")
+    report_completion(actor=agent, alias=CODER, task=task_id, result="again", idempotency_key="newer")
     clock.tick(timedelta(days=1, seconds=1))
 
     call_command("sweep", "--once")
@@ -152,7 +152,7 @@ def test_concurrent_first_calls_with_one_key_record_once_and_answer_alike(agent,
     take(agent, task_id)
     call = {"alias": CODER, "task": task_id, "result": "done", "tokens_out": 9, "idempotency_key": f"race-{round}"}
 
-    outcomes = race(*[lambda: completion_report(actor=agent, **call)] * 4)
+    outcomes = race(*[lambda: report_completion(actor=agent, **call)] * 4)
 
     assert all(outcome == outcomes[0] for outcome in outcomes), outcomes
     assert Completion.objects.filter(task_id=task_id).count() == 1
