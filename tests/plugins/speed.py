@@ -7,11 +7,18 @@
   WhiteNoise then indexes every collected file (tens of milliseconds, paid by each of about a thousand
   tests). In-process tests serve no static file, so WhiteNoise looks files up on demand instead
   (its autorefresh mode); live hubs serve them from the table, as production does.
+
+And one for measuring them: pytest 9 reads its clock in _pytest.timing, which freezegun's ignore list
+does not name, so `--durations` reported the frozen 2026 instant (1.7e9 s) for every test on a frozen
+clock. freezegun answers that module with the real clock.
 """
 
 from __future__ import annotations
 
+import freezegun
 import pytest
+
+freezegun.configure(extend_ignore_list=["_pytest.timing"])
 
 FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
