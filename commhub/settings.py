@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "hub_fleet",
     "hub_search",
     "hub_webhooks",
+    "hub_approvals",
     "hub_tools",
     "hub_api",
     "hub_mcp",

@@ -10,8 +10,9 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 
 from hub_agents.models import ApiToken
+from hub_approvals.models import ApprovalRule
+from hub_approvals.port import tool_choices
 from hub_core.errors import HubError
-from hub_tools.models import ApprovalRule
 
 
 class LockoutMessage(forms.Form):
@@ -35,7 +36,12 @@ class LoginForm(LockoutMessage, AuthenticationForm):
 
 class ApprovalRuleForm(forms.ModelForm):
     """An approval rule of one network (the approvals page): its tokens only to choose from, and the
-    model's own checks (the timeout's range, the sender token's network) run by the form's validation."""
+    model's own checks (the timeout's range, the sender token's network) run by the form's validation.
+    Its tool is one of the tools whose spec says `gateable` (the admin's form offers the same)."""
+
+    tool = forms.ChoiceField(
+        choices=tool_choices, required=False, help_text=ApprovalRule._meta.get_field("tool").help_text
+    )
 
     class Meta:
         model = ApprovalRule

@@ -34,9 +34,9 @@ from django.test import Client
 
 from hub_agents.models import AgentSession, AuditEntry, IdentityPolicy, Network
 from hub_agents.services import network_create, network_policy_set, token_authenticate, token_create
+from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_tasks.models import Completion, InboxMessage, Question, Task
-from hub_tools.models import Approval, ApprovalRule
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 from tests.helpers.access import (
     assert_answered,

@@ -41,10 +41,10 @@ from hub_api.channels import urlpatterns as channel_urlpatterns
 from hub_api.search import urlpatterns as search_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_api.webhooks import urlpatterns as webhook_urlpatterns
+from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel
 from hub_search.models import SearchEntry
 from hub_tasks.models import Completion, InboxMessage, Question, Task
-from hub_tools.models import Approval, ApprovalRule
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
 from hub_webhooks.models import Delivery, Subscription
 from hub_webhooks.services import webhook_create, webhook_set_active

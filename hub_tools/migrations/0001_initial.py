@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import hub_tools.models
+import hub_approvals.models
 from django.db import migrations, models
 
 
@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Approval',
             fields=[
-                ('id', models.CharField(default=hub_tools.models.new_approval_id, editable=False, max_length=40, primary_key=True, serialize=False)),
+                ('id', models.CharField(default=hub_approvals.models.new_approval_id, editable=False, max_length=40, primary_key=True, serialize=False)),
                 ('rule_name', models.CharField(max_length=200)),
                 ('tool', models.CharField(max_length=32)),
                 ('arguments', models.JSONField()),

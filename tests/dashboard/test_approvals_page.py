@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from hub_agents.models import AuditEntry
+from hub_approvals.models import Approval, ApprovalRule
 from hub_tasks.models import InboxMessage, Task
-from hub_tools.models import Approval, ApprovalRule
 from tests.helpers.dashboard import SIZES
 from tests.helpers.live import rest
 

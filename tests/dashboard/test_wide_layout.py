@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hub_agents.services import membership_set
-from hub_tools.models import ApprovalRule
+from hub_approvals.models import ApprovalRule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WIDE = {"width": 1280, "height": 800}

@@ -28,6 +28,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from hub_agents.models import AgentSession, AuditEntry, Node
+from hub_approvals.models import Approval, ApprovalRule, ApprovalVote
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_events.models import Event, EventCounter
 from hub_search.models import SearchEntry
@@ -43,7 +44,7 @@ from hub_tasks.models import (
     TaskDependency,
     TaskEvent,
 )
-from hub_tools.models import Approval, ApprovalRule, ApprovalVote, ReplayKey
+from hub_tools.models import ReplayKey
 from hub_webhooks.models import Delivery, Subscription
 from tests.helpers.mcp import call
 from tests.helpers.rest import assert_refused

@@ -25,8 +25,8 @@ from hub_agents.services import (
     token_revoke,
     user_get_or_create,
 )
+from hub_approvals.models import ApprovalRule
 from hub_tasks.models import InboxMessage, Task, TaskEvent
-from hub_tools.models import ApprovalRule
 from hub_webhooks.models import Delivery
 from hub_webhooks.services import webhook_create
 from tests.helpers.calls import (
@@ -579,8 +579,8 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         "hub_tasks.Task",
         "hub_tasks.InboxMessage",
         "hub_tasks.Completion",
-        "hub_tools.ApprovalRule",
-        "hub_tools.Approval",
+        "hub_approvals.ApprovalRule",
+        "hub_approvals.Approval",
         "hub_webhooks.Subscription",
         "hub_webhooks.Delivery",
     }

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from hub_agents.models import ApiToken, AuditEntry
 from hub_agents.services import token_create, token_revoke
+from hub_approvals.models import Approval, ApprovalRule, ApprovalVote
 from hub_tasks.models import InboxMessage, Task
-from hub_tools.models import Approval, ApprovalRule, ApprovalVote
 from tests.helpers.calls import broadcast, cancel_task, decide_approval, send_message, send_task
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from hub_approvals.models import ApprovalRule
 from hub_core.errors import HubError
 from hub_tasks.models import InboxMessage
-from hub_tools.models import ApprovalRule
 from tests.helpers.calls import broadcast, decide_approval
 from tests.helpers.races import race
 

@@ -12,9 +12,9 @@ from django.contrib.auth import get_user_model
 from hub_agents.models import ApiToken, AuditEntry
 from hub_agents.services import actor_for_user, token_revoke
 from hub_approvals import services as approvals
+from hub_approvals.models import Approval, ApprovalRule
 from hub_events.models import Event
 from hub_tasks.models import InboxMessage, Task, TaskStatus
-from hub_tools.models import Approval, ApprovalRule
 from tests.helpers import refused
 from tests.helpers.calls import (
     broadcast,

@@ -12,7 +12,8 @@ from django.http import HttpRequest
 from hub_agents.admin import actor_label
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
-from hub_tools.models import Approval, ApprovalRule, ApprovalVote
+from hub_approvals.models import Approval, ApprovalRule, ApprovalVote
+from hub_approvals.port import tool_choices
 
 
 def _audit_rule(request: HttpRequest, rule: ApprovalRule, change: str) -> None:
@@ -29,8 +30,19 @@ def _audit_rule(request: HttpRequest, rule: ApprovalRule, change: str) -> None:
     )
 
 
+class ApprovalRuleForm(forms.ModelForm):
+    """A rule's tool is one of the tools whose spec says `gateable` (as on the dashboard's form)."""
+
+    tool = forms.ChoiceField(
+        choices=lambda: [("", "---------"), *tool_choices()],
+        required=False,
+        help_text=ApprovalRule._meta.get_field("tool").help_text,
+    )
+
+
 @admin.register(ApprovalRule)
 class ApprovalRuleAdmin(admin.ModelAdmin):
+    form = ApprovalRuleForm
     list_display = ["name", "network", "tool", "tier", "enabled"]
     list_filter = ["enabled", "tier", "tool", "network"]
     search_fields = ["name", "target_alias"]
