@@ -20,14 +20,29 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, NamedTuple, ParamSpec, Protocol, TypeVar, overload
+from types import UnionType
+from typing import (
+    Any,
+    ClassVar,
+    NamedTuple,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 from weakref import WeakKeyDictionary
 
 from django.db import transaction
+from django.utils.module_loading import autodiscover_modules
 
 from hub_core.doorbell import feed_group, ring
 
@@ -54,62 +69,141 @@ class EventType(StrEnum):
     NODE_UPDATED = "node_updated"
 
 
-# Each event type's payload keys, exactly: a consumer can rely on every one being present.
-# context and the task's budgets too: a supervisor (commhub-agent node) starts the run from the push
-# alone, without a get_inbox round trip (budgets are null for what is not a task).
-_INBOX_KEYS = (
-    "message_id",
-    "type",
-    "priority",
-    "content",
-    "context",
-    "from_session",
-    "task_id",
-    "budget_usd",
-    "budget_tokens",
-)
-EVENT_SCHEMA: dict[EventType, frozenset[str]] = {
-    EventType.NEW_TASK: frozenset(_INBOX_KEYS),
-    EventType.NEW_MESSAGE: frozenset(_INBOX_KEYS),
-    EventType.NEW_REPLY: frozenset(_INBOX_KEYS),
-    EventType.BROADCAST: frozenset(_INBOX_KEYS),
-    EventType.CHAINED_REPLY: frozenset(
-        {"parent_task_id", "child_task_id", "from_alias", "status", "result", "message_id"}
-    ),
-    EventType.TASK_UPDATED: frozenset({"task_id", "from_status", "to_status", "to_name", "from_name", "actor"}),
-    EventType.SESSION_UPDATED: frozenset({"alias", "resume_id", "status", "task", "progress"}),
-    EventType.TASK_EXPIRED: frozenset({"task_id", "to_name", "from_name", "message_id"}),
-    # outcome: "requeued" (delivered to its agent again), "reopened" (claimed from the open pool:
-    # back in it), "retry_scheduled" (held until retry_at) or "failed"; message_id: the notice in the
-    # sender's inbox.
-    # To every agent whose skills cover the task's required_skills: claim it with claim_task.
-    EventType.NEW_OPEN_TASK: frozenset(
-        {"task_id", "priority", "content", "context", "from_session", "required_skills"}
-    ),
-    # To the task's sender (and the operators): a person is asked; then, that it was answered (the
-    # answer itself reaches the agent as a new_reply).
-    EventType.QUESTION_ASKED: frozenset({"question_id", "task_id", "asked_by", "question", "options"}),
-    EventType.QUESTION_ANSWERED: frozenset({"question_id", "task_id", "asked_by", "answered_by"}),
-    # To the operators (and the caller's alias): a call is held for approval; then how it ended
-    # (status: pending after a yes that did not complete the tier, else approved, failed, rejected or
-    # expired; approvals: the yes votes so far).
-    EventType.APPROVAL_REQUESTED: frozenset({"approval_id", "tool", "summary", "requested_by", "approvals_required"}),
-    EventType.APPROVAL_UPDATED: frozenset({"approval_id", "tool", "status", "approvals", "decided_by", "reason"}),
-    EventType.LEASE_LOST: frozenset(
-        {"task_id", "to_name", "from_name", "lease_seconds", "outcome", "retry_at", "message_id"}
-    ),
-    # To a channel's members but the sender (of a pub/sub channel: its subscribers), a post at position
-    # seq; content cut short when long (truncated: read it whole with channel_read after seq - 1).
-    EventType.CHANNEL_POST: frozenset(
-        {"channel_id", "name", "channel_type", "seq", "sender", "kind", "content", "truncated"}
-    ),
-    # To the operators: an outbound webhook subscription failed for too long and was switched off
-    # (hub_webhooks); failing_since: when its unbroken failures began; reason: the last failure.
-    EventType.WEBHOOK_DISABLED: frozenset({"subscription_id", "url", "reason", "failing_since"}),
-    # To the operators: a node (`commhub-agent node`) reported itself (report_node); linked: the
-    # aliases whose sessions it moved onto this node (their fleet cards change).
-    EventType.NODE_UPDATED: frozenset({"node_id", "node_name", "slots_total", "slots_used", "linked"}),
-}
+# Each event type's payload is declared by the app that publishes it (its `events.py`: one frozen
+# dataclass per type, subclassing EventPayload, as Zulip's zerver/lib/event_types.py declares one model
+# per event), with the dashboard regions it touches. This module holds the base and the catalogue they
+# register in, so the core imports no app: hub_core's AppConfig.ready() imports every app's `events`.
+
+
+@dataclass(frozen=True)
+class Touch:
+    """A dashboard region an event touches, and how the page finds what in it to refresh.
+
+    `keys`: payload fields (a string or a list of strings) naming the region's cards or rows to
+    refresh, and `audience`: the event's addressees too; with neither, the whole region. `subject`:
+    only when one of these fields names what the page shows (the region's data-subject: its task,
+    its channel). `when`: only when one of these fields has one of its values.
+    """
+
+    region: str
+    keys: tuple[str, ...] = ()
+    audience: bool = False
+    subject: tuple[str, ...] = ()
+    when: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"region": self.region}
+        if self.keys:
+            shown["keys"] = list(self.keys)
+        if self.audience:
+            shown["audience"] = True
+        if self.subject:
+            shown["subject"] = list(self.subject)
+        if self.when:
+            shown["when"] = {name: list(values) for name, values in self.when}
+        return shown
+
+
+class EventPayload:
+    """Base of each event type's payload: a frozen dataclass whose fields, in order, are the payload's
+    keys as they go on the wire (the event log, SSE and websocket frames, webhooks).
+
+    A subclass naming its `event_type` registers it; one without (a base several types share) does not.
+    """
+
+    event_type: ClassVar[EventType]
+    # The dashboard regions it touches (hub_dashboard hands them to live.js, which routes on them).
+    touches: ClassVar[tuple[Touch, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "event_type" not in cls.__dict__:
+            return
+        kind = EventType(cls.__dict__["event_type"])
+        if kind in _payloads and _payloads[kind].__qualname__ != cls.__qualname__:
+            raise TypeError(f"{kind} is declared twice: {_payloads[kind].__qualname__} and {cls.__qualname__}")
+        _payloads[kind] = cls
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(item.name for item in fields(cast(Any, cls)))
+
+    def as_payload(self) -> dict[str, Any]:
+        """The payload as published: the fields in their declared order (shallow, values as they are)."""
+        return {name: getattr(self, name) for name in self.keys()}
+
+    @classmethod
+    def check(cls, payload: Mapping[str, Any]) -> list[str]:
+        """What in `payload` differs from the declaration: keys, then each value's type. Empty: it fits."""
+        if set(payload) != set(cls.keys()):
+            return [f"{cls.event_type} payload keys {sorted(payload)} differ from the schema {sorted(cls.keys())}"]
+        hints = get_type_hints(cls)
+        return [
+            f"{cls.event_type}.{name} is {type(payload[name]).__name__} {payload[name]!r}, declared {hints[name]}"
+            for name in cls.keys()
+            if not _fits(payload[name], hints[name])
+        ]
+
+
+def _fits(value: Any, declared: Any) -> bool:
+    """Whether a JSON-ready value fits a payload field's annotation (the few forms payloads use)."""
+    if declared is Any:
+        return True
+    if declared is None or declared is type(None):
+        return value is None
+    origin = get_origin(declared)
+    if origin in (Union, UnionType):
+        return any(_fits(value, option) for option in get_args(declared))
+    if origin is list:
+        (item,) = get_args(declared)
+        return isinstance(value, list) and all(_fits(each, item) for each in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if declared is float:  # a whole number is a number too (progress 0)
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if declared is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, declared)
+
+
+_payloads: dict[EventType, type[EventPayload]] = {}
+
+
+def events_discover() -> None:
+    """Import every installed app's `events` module, where it declares its payloads (once; cheap after)."""
+    if len(_payloads) < len(EventType):
+        autodiscover_modules("events")
+
+
+def event_payloads() -> dict[EventType, type[EventPayload]]:
+    """The catalogue: each event type's payload declaration, in EventType's order."""
+    events_discover()
+    missing = [str(kind) for kind in EventType if kind not in _payloads]
+    if missing:
+        raise LookupError(f"No app declares the payload of {', '.join(missing)} (in its events.py).")
+    return {kind: _payloads[kind] for kind in EventType}
+
+
+def event_routes() -> dict[str, list[dict[str, Any]]]:
+    """Each event type's dashboard regions, as the page's script reads them."""
+    return {str(kind): [touch.as_json() for touch in payload.touches] for kind, payload in event_payloads().items()}
+
+
+class _Schema(Mapping[EventType, frozenset[str]]):
+    """Each event type's payload keys, exactly (read from the declarations): a consumer can rely on
+    every one being present."""
+
+    def __getitem__(self, kind: EventType) -> frozenset[str]:
+        return frozenset(event_payloads()[kind].keys())
+
+    def __iter__(self) -> Iterator[EventType]:
+        return iter(event_payloads())
+
+    def __len__(self) -> int:
+        return len(event_payloads())
+
+
+EVENT_SCHEMA: Mapping[EventType, frozenset[str]] = _Schema()
 
 
 @dataclass(frozen=True)
@@ -118,10 +212,16 @@ class HubEvent:
     network_id: str
     # The aliases the event is addressed to; empty for network-wide news. Operators see every event.
     audience: tuple[str, ...]
+    # The payload as it goes on the wire; an EventPayload instance is turned into it.
     payload: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        expected = EVENT_SCHEMA[EventType(self.type)]
+        declared = event_payloads()[EventType(self.type)]
+        if isinstance(self.payload, EventPayload):
+            if not isinstance(self.payload, declared):
+                raise ValueError(f"{self.type} carries a {type(self.payload).__name__}, not a {declared.__name__}")
+            object.__setattr__(self, "payload", self.payload.as_payload())
+        expected = frozenset(declared.keys())
         if set(self.payload) != expected:
             raise ValueError(
                 f"{self.type} payload keys {sorted(self.payload)} differ from the schema {sorted(expected)}"

@@ -15,8 +15,6 @@ for (const select of document.querySelectorAll("form.switcher select")) {
   if (!regions().length) return;
   const network = document.body.dataset.network;
   const badge = document.getElementById("live");
-  const taskPage = (location.pathname.match(/^\/tasks\/([^/]+)\/$/) || [])[1];
-  const channelPage = (location.pathname.match(/^\/channels\/([^/]+)\/$/) || [])[1];
   const ALL = "*";
   const BURST = 10; // more keys than this in one batch: one region fetch is cheaper
   const positions = {};
@@ -177,40 +175,32 @@ for (const select of document.querySelectorAll("form.switcher select")) {
     timer = setTimeout(() => { busy = busy.then(flush, flush); }, 150);
   }
 
-  // Which regions an event concerns, and by which key.
+  // Which regions an event concerns, and by which key: each event type declares the regions it
+  // touches (its app's events.py); the page carries them (body[data-live-routes]). A touch names
+  // payload fields whose values key the region's cards or rows (keys; audience: the addressees),
+  // else the whole region; it may hold only when a field names the region's subject (the task or
+  // channel the page shows) or has one of the listed values (when).
+  const routes = JSON.parse(document.body.dataset.liveRoutes || "{}");
+  const routed = new Set(Object.values(routes).flat().map((touch) => touch.region));
+  const named = (value) => (Array.isArray(value) ? value : [value]).filter(Boolean);
+
+  function applies(touch, p, region) {
+    if (touch.when && !Object.entries(touch.when).some(([field, values]) => values.includes(p[field]))) return false;
+    const subject = region.dataset.subject;
+    return !touch.subject || Boolean(subject && touch.subject.some((field) => p[field] === subject));
+  }
+
   function route(frame) {
     const p = frame.payload || {};
-    const tasks = [p.task_id, p.parent_task_id, p.child_task_id].filter(Boolean);
-    const isTask = frame.type === "new_task" || frame.type === "task_updated" || frame.type === "task_expired" || frame.type === "lease_lost" || frame.type === "chained_reply";
+    const touches = routes[frame.type] || [];
     for (const region of regions()) {
       const name = region.dataset.live;
-      if (name === "fleet") {
-        // A session's card; a task or message changes its addressee's inbox count.
-        // A node's report moves the cards of the aliases it newly hosts (their node changed).
-        const linked = frame.type === "node_updated" && Array.isArray(p.linked) ? p.linked : [];
-        const aliases = new Set([p.alias, p.to_name, p.asked_by, ...linked, ...(Array.isArray(frame.to) ? frame.to : [])].filter(Boolean));
-        for (const alias of aliases) want(name, alias);
-      } else if (name === "questions" || name === "questions_count") {
-        if (frame.type === "question_asked" || frame.type === "question_answered") want(name);
-      } else if (name === "approvals" || name === "approvals_count") {
-        if (frame.type === "approval_requested" || frame.type === "approval_updated") want(name);
-      } else if (name === "channels") {
-        if (frame.type === "channel_post") want(name); // a row's last post and position
-      } else if (name === "channel_posts") {
-        if (frame.type === "channel_post" && p.channel_id === channelPage) want(name);
-      } else if (name === "nodes") {
-        if (frame.type === "node_updated") want(name); // a node's slots, agents or runtimes
-      } else if (name === "pool") {
-        // Posted, claimed (created → acked), ended or back in the pool: the open tasks changed.
-        if (frame.type === "new_open_task" || frame.type === "task_expired" || (frame.type === "task_updated" && (p.from_status === "created" || p.to_status === "created"))) want(name);
-      } else if (name === "tasks") {
-        if (isTask) for (const id of tasks) want(name, id);
-      } else if (name === "task") {
-        if (tasks.includes(taskPage) || p.task === taskPage || frame.type === "new_task") want(name);
-      } else if (name === "completions") {
-        if (isTask && (frame.type !== "task_updated" || ["replied", "failed"].includes(p.to_status))) want(name);
-      } else {
-        want(name);
+      if (!routed.has(name)) { want(name); continue; } // a region no event declares: any news may change it
+      for (const touch of touches) {
+        if (touch.region !== name || !applies(touch, p, region)) continue;
+        if (!touch.keys && !touch.audience) { want(name); continue; }
+        const keys = (touch.keys || []).flatMap((field) => named(p[field]));
+        for (const key of touch.audience ? [...keys, ...named(frame.to)] : keys) want(name, key);
       }
     }
     if (pending.size) soon();
