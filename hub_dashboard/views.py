@@ -33,7 +33,6 @@ from hub_events.selectors import events_position
 from hub_fleet.pool import open_tasks
 from hub_fleet.selectors import agent_health, fleet, problem_rank
 from hub_tasks import limits
-from hub_tasks.lifecycle import tasks_expire_due
 from hub_tasks.models import TERMINAL, Move, Priority, Task, TaskStatus
 from hub_tasks.selectors import (
     completion_feed,
@@ -46,6 +45,7 @@ from hub_tasks.selectors import (
     task_thread,
     usage_totals,
 )
+from hub_tasks.settled import tasks_settled
 from hub_tools.tools import invoke
 
 TASKS_PER_PAGE = 50
@@ -156,7 +156,7 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     asking = questions_by_asker(network_id=desk.network_id)  # a card links to its agent's open question
     sessions = [{**row, "asks": asking.get(row["alias"])} for row in sessions]
     # The open pool beside the fleet: what waits for an agent with the skills, most urgent first.
-    tasks_expire_due(network_ids=[desk.network_id])  # no open task past its TTL shown
+    tasks_settled(actor=desk.actor, network_id=desk.network_id)  # no open task past its TTL shown
     pool = open_tasks(actor=desk.actor, network_id=desk.network_id, skill=skill or None, limit=POOL_SHOWN)
     view = "table" if request.GET.get("view") == "table" else "cards"
     sort = request.GET.get("sort", "")
@@ -198,7 +198,7 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "")
     sort = sort if sort in TASK_SORTS else ""
     dead_letter = request.GET.get("dead_letter") == "1"
-    tasks_expire_due(network_ids=desk.actor.readable_networks(desk.network_id))  # no stale "delivered" shown
+    tasks_settled(actor=desk.actor, network_id=desk.network_id)  # no stale "delivered" shown
     tasks, stats = task_page(
         actor=desk.actor,
         network_id=desk.network_id,
@@ -233,7 +233,7 @@ def tasks_page(request: HttpRequest) -> HttpResponse:
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     desk = Desk(request)
     try:
-        tasks_expire_due(network_ids=desk.actor.readable_networks())  # nor must a task's own page
+        tasks_settled(actor=desk.actor)  # nor must a task's own page
         family = task_family(actor=desk.actor, task_id=task_id)
         thread = task_thread(actor=desk.actor, task_id=task_id)
     except HubError as refusal:

@@ -24,7 +24,7 @@ RECENT_COMPLETIONS = 5  # get_session_status's latest completions
 def session_get(*, actor: Actor, alias: str, network_id: str | None = None) -> SessionDetail:
     """get_session_status: the alias's session (or None), pending inbox and latest completions.
     The pending count includes overdue tasks' rows until their deadlines are settled
-    (hub_tasks.lifecycle.tasks_expire_due, which the tool runs first)."""
+    (hub_tasks.settled: the tool settles first)."""
     networks = actor.readable_networks(network_id)
     now = timezone.now()
     session = (

@@ -23,8 +23,8 @@ from hub_core.metrics import OPEN_STREAMS
 from hub_core.waiting import in_pool
 from hub_events.selectors import PAGE, events_after_traced, events_position
 from hub_events.services import events_seal_leftovers
-from hub_tasks.models import DeliveredVia, InboxMessage
-from hub_tasks.receipts import receipts_mark
+from hub_tasks.models import DeliveredVia
+from hub_tasks.receipts import messages_delivered
 
 
 @require_GET
@@ -110,12 +110,10 @@ def _read(network_id: str, alias: str, after: int, *, present: bool) -> list[tup
     frames = events_after_traced(network_id=network_id, audience=alias, after=after)
     if present:
         named = [frame["payload"] for frame, _ in frames if frame["payload"].get("message_id")]
-        receipts_mark(
+        messages_delivered(
             network_ids=[network_id],
             alias=alias,
-            message_ids=[payload["message_id"] for payload in named],
-            # Only a task message is the task read: a notice or chained reply about it is not.
-            task_ids=[p["task_id"] for p in named if p.get("type") == InboxMessage.Type.TASK and p.get("task_id")],
+            messages=[(p["message_id"], p.get("type"), p.get("task_id")) for p in named],
             via=DeliveredVia.SSE,
         )
     return frames

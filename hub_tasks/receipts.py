@@ -1,11 +1,12 @@
 """Delivery receipts: when an inbox message first reached its agent, and how; when a task was first read.
 
-Written by the transports' explicit step after a read, never by a selector: get_inbox (hub_tools'
-`marks_receipts`, after the read, in the same pool call) and the agent's SSE stream (hub_live.sse,
-for the events that name a message). Cheap on the hot path: one UPDATE for the tasks, then the
-messages still unmarked locked and marked (tasks first: the hub's lock order); both match only rows
-still unmarked, so a receipt is set once and never moved, whichever reader gets there first, and
-its dispatch-to-delivery latency (hub_core.metrics) is counted once.
+Written after a read, never by a selector: get_inbox (hub_tasks.inbox.inbox_fetch, after the read,
+in the same call) and the agent's SSE stream (hub_live.sse, for the events that name a message),
+both through `messages_delivered`, which holds the rule of what a delivery marks. Cheap on the hot
+path: one UPDATE for the tasks, then the messages still unmarked locked and marked (tasks first: the
+hub's lock order); both match only rows still unmarked, so a receipt is set once and never moved,
+whichever reader gets there first, and its dispatch-to-delivery latency (hub_core.metrics) is
+counted once.
 """
 
 from __future__ import annotations
@@ -65,3 +66,24 @@ def receipts_mark(
         )
         deliveries_observe([at for _, kind, at in first if kind == InboxMessage.Type.TASK], via=via, now=now)
     return marked
+
+
+def messages_delivered(
+    *,
+    network_ids: Collection[str],
+    alias: str,
+    messages: Iterable[tuple[str, str, str | None]],
+    via: DeliveredVia,
+    now: datetime | None = None,
+) -> int:
+    """These messages of `alias` reached it (each as (message_id, type, task_id)): receipts_mark them,
+    and only a task message marks its task read (a notice or a chained reply about it does not)."""
+    messages = list(messages)
+    return receipts_mark(
+        network_ids=network_ids,
+        alias=alias,
+        message_ids=[message_id for message_id, _, _ in messages],
+        task_ids=[task_id for _, kind, task_id in messages if kind == InboxMessage.Type.TASK and task_id],
+        via=via,
+        now=now,
+    )

@@ -11,18 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.utils import timezone
-
 from hub_agents import identity
 from hub_agents.actors import Actor
 from hub_agents.identity import Caller, Speaks
 from hub_approvals.services import Held, approval_gate
 from hub_core import logcontext, tracing
 from hub_core.errors import HubError, invalid_argument
-from hub_core.formats import timestamp
-from hub_tasks.lifecycle import leases_renew, tasks_expire_due
-from hub_tasks.models import DeliveredVia, InboxMessage
-from hub_tasks.receipts import receipts_mark
 from hub_tools import results as R
 from hub_tools.params import Param
 from hub_tools.ratelimit import write_rate_check
@@ -45,20 +39,12 @@ class Tool:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    # Checked before any argument is read: who may call the tool at all (report_status: a network token).
+    # Checked before any argument is read: who may call the tool at all (say, only a network token).
     guard: Callable[[Actor], None] | None = None
     # The arguments that name the caller (an alias it acts as, from_session), and how
     # (hub_agents.identity): checked against the token's binding and the network's policy before the
     # service runs. Every other alias argument names a target, which anyone who may write may name.
     callers: dict[str, Caller] = field(default_factory=dict)
-    # Reads that show tasks first settle the deadlines of what the actor may see (a write: tasks
-    # expire and their senders hear of it), so nobody reads a stale "delivered".
-    settles_deadlines: bool = False
-    # An agent's own read (get_inbox) renews the leases of the tasks its alias holds, after settling.
-    renews_leases: bool = False
-    # get_inbox's messages reached the agent: after the read, mark their delivery receipts (a write the
-    # read-only selector must not do), in the same call.
-    marks_receipts: bool = False
     # Whether a network's approval rules may hold this tool's calls (hub_approvals): what an operator
     # or a dispatching agent starts. The agents' own protocol (heartbeats, acks, replies, completions,
     # claims, questions) is never held: holding it would stall the work the approval is about.
@@ -129,17 +115,7 @@ class Tool:
             held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
             if held is not None:
                 return held
-        if self.settles_deadlines:
-            tasks_expire_due(network_ids=actor.readable_networks())
-        if self.renews_leases:
-            # Only a caller that may write there is the agent at work: a viewer reading an inbox
-            # keeps nobody's leases alive (as it keeps nobody online).
-            writable = [n for n in actor.readable_networks(parsed.get("network_id")) if actor.can_write(n)]
-            leases_renew(network_ids=writable, alias=parsed["alias"])
-        answer = self.service(actor=actor, **parsed)
-        if self.marks_receipts:
-            _receipts_mark(actor, parsed["alias"], answer)
-        return answer
+        return self.service(actor=actor, **parsed)
 
     def _speaking(self, actor: Actor, parsed: dict[str, Any]) -> Actor:
         """Check (and fill in) the arguments naming the caller; the actor the service runs as. A read
@@ -197,24 +173,3 @@ class Tool:
         except HubError as refusal:
             return refusal.as_result()
 
-
-def _receipts_mark(actor: Actor, alias: str, rows: list[dict[str, Any]]) -> None:
-    """The rows get_inbox answers are delivered to the agent: each one's first delivery is recorded
-    (one UPDATE, and one for the tasks of task messages) and its row says when. A viewer reading
-    someone's inbox is not the agent reading it: only networks the caller may write in count."""
-    new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
-    if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
-        return
-    now = timezone.now()
-    receipts_mark(
-        network_ids={row["network_id"] for row in new},
-        alias=alias,
-        message_ids=[row["id"] for row in new],
-        task_ids=[row["task_id"] for row in new if row["type"] == InboxMessage.Type.TASK and row["task_id"]],
-        via=DeliveredVia.GET_INBOX,
-        now=now,
-    )
-    # A reader racing this one (the agent's SSE stream) may have marked a message a moment before:
-    # the row says now, the stored receipt keeps the first.
-    for row in new:
-        row["delivered_at"], row["delivered_via"] = timestamp(now), DeliveredVia.GET_INBOX.value

@@ -31,6 +31,7 @@ from hub_fleet.pool import agents_find, open_tasks, task_claim
 from hub_fleet.selectors import RECENT_COMPLETIONS, session_get
 from hub_fleet.services import require_network_token, session_report
 from hub_tasks import limits
+from hub_tasks.inbox import inbox_fetch
 from hub_tasks.models import (
     POOL,
     TRANSITIONS,
@@ -43,7 +44,6 @@ from hub_tasks.models import (
 from hub_tasks.questions import question_answer, question_ask
 from hub_tasks.selectors import (
     completion_list,
-    inbox_pending,
     question_rows,
     task_rows,
     task_thread,
@@ -61,6 +61,7 @@ from hub_tasks.services import (
     task_retry,
     task_send,
 )
+from hub_tasks.settled import settled
 from hub_tools import args as A
 from hub_tools import channel_tools, node_tools, search_tools
 from hub_tools import params as P
@@ -223,11 +224,8 @@ def _build() -> list[Tool]:
                 ),
             },
             callers={"alias": AGENT},
-            service=inbox_pending,
+            service=inbox_fetch,
             render=R.inbox,
-            settles_deadlines=True,
-            renews_leases=True,
-            marks_receipts=True,
             output=result(messages=rows("Waiting messages, in delivery order.")),
             read_only=True,
         ),
@@ -451,9 +449,8 @@ def _build() -> list[Tool]:
                 "outcome, result, who ended it, when)."
             ),
             params={"task_id": TASK_ID},
-            service=task_with_history,
+            service=settled(task_with_history),
             render=R.as_fields,
-            settles_deadlines=True,
             output=result(
                 task={"type": "object"},
                 events=rows("History, oldest first: status changes, questions asked and answered (`kind`)."),
@@ -478,9 +475,8 @@ def _build() -> list[Tool]:
                 "network_id": NETWORK_ID,
                 "limit": A.limit("tasks", limits.TASK_LIST_LIMIT_MAX, limits.TASK_LIST_LIMIT_DEFAULT),
             },
-            service=task_rows,
+            service=settled(task_rows),
             render=R.task_listing,
-            settles_deadlines=True,
             output=result(
                 tasks=rows("Newest first."),
                 count={"type": "integer"},
@@ -526,9 +522,8 @@ def _build() -> list[Tool]:
                 f"it, and its {RECENT_COMPLETIONS} latest completions."
             ),
             params={"alias": ALIAS, "network_id": NETWORK_ID},
-            service=session_get,
+            service=settled(session_get),
             render=R.as_fields,
-            settles_deadlines=True,
             output=result(
                 session={**nullable("object")},
                 inbox_pending={"type": "integer"},
@@ -603,9 +598,8 @@ def _build() -> list[Tool]:
                 "network_id": NETWORK_ID,
                 "limit": A.limit("tasks", limits.TASK_LIST_LIMIT_MAX, limits.TASK_LIST_LIMIT_DEFAULT),
             },
-            service=open_tasks,
+            service=settled(open_tasks),
             render=R.open_tasks,
-            settles_deadlines=True,
             output=result(tasks=rows("Highest priority first, then oldest.")),
             read_only=True,
         ),
@@ -619,11 +613,10 @@ def _build() -> list[Tool]:
             ),
             params={"task_id": TASK_ID, "alias": ALIAS, "network_id": NETWORK_ID},
             callers={"alias": AGENT},
-            service=task_claim,
+            service=settled(task_claim),
             render=R.task_claimed,
-            settles_deadlines=True,
-            # No renews_leases: that runs before any permission check, so a viewer's refused claim would
-            # renew the claimer's leases. task_claim renews them itself, once the claim is allowed.
+            # task_claim renews the claimer's leases itself, once the claim is allowed (never a viewer's
+            # refused claim).
             output=result(
                 task_id={"type": "string"},
                 claimed_by={"type": "string"},

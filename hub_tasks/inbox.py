@@ -1,0 +1,53 @@
+"""get_inbox as one operation: the agent's own read of its inbox, with what that read means.
+
+Reading its inbox is the agent at work, so before the read the deadlines of what the caller may see
+are settled (no stale "delivered" is answered) and the leases of the tasks the alias holds are
+renewed; after it, the messages answered are marked delivered (hub_tasks.receipts). Only networks
+where the caller may write count for the renewal and the receipts: a viewer never reads an inbox
+(hub_agents.identity), and no other reader keeps an agent's leases alive or takes its deliveries.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from hub_agents.actors import Actor
+from hub_core.formats import timestamp
+from hub_tasks import limits
+from hub_tasks.lifecycle import leases_renew
+from hub_tasks.models import DeliveredVia
+from hub_tasks.receipts import messages_delivered
+from hub_tasks.selectors import Row, inbox_pending
+from hub_tasks.settled import tasks_settled
+
+
+def inbox_fetch(
+    *,
+    actor: Actor,
+    alias: str,
+    limit: int = limits.INBOX_LIMIT_DEFAULT,
+    network_id: str | None = None,
+    wait_seconds: float | None = None,
+) -> list[Row]:
+    """get_inbox: settle, renew the alias's leases, read its unacknowledged messages (high priority
+    first, then oldest first; inbox_pending), and mark those read for the first time delivered."""
+    tasks_settled(actor=actor)
+    writable = [network for network in actor.readable_networks(network_id) if actor.can_write(network)]
+    leases_renew(network_ids=writable, alias=alias)
+    rows = inbox_pending(actor=actor, alias=alias, limit=limit, network_id=network_id, wait_seconds=wait_seconds)
+    new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
+    if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
+        return rows
+    now = timezone.now()
+    messages_delivered(
+        network_ids={row["network_id"] for row in new},
+        alias=alias,
+        messages=[(row["id"], row["type"], row["task_id"]) for row in new],
+        via=DeliveredVia.GET_INBOX,
+        now=now,
+    )
+    # A reader racing this one (the agent's SSE stream) may have marked a message a moment before:
+    # the row says now, the stored receipt keeps the first.
+    for row in new:
+        row["delivered_at"], row["delivered_via"] = timestamp(now), DeliveredVia.GET_INBOX.value
+    return rows
