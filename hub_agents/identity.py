@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from hub_agents import actor_cache
 from hub_agents.actors import Actor
+from hub_agents.errors import alias_not_yours
 from hub_agents.models import ADMIN_ROLES, WRITE_ROLES, IdentityPolicy, Network
 from hub_core import validate
 from hub_core.errors import HubError, invalid_argument
@@ -56,10 +57,6 @@ AGENT = Caller(Speaks.AGENT)
 MEMBER = Caller(Speaks.MEMBER)
 MEMBER_FILLED = Caller(Speaks.MEMBER, fill=True)
 SENDER = Caller(Speaks.SENDER, fill=True)
-
-
-def alias_not_yours(message: str) -> HubError:
-    return HubError("alias_not_yours", message, status=403)
 
 
 # --- bindings ------------------------------------------------------------------------------------
@@ -184,6 +181,7 @@ def sender(actor: Actor, networks: Sequence[str], from_session: str | None) -> s
                 raise invalid_argument(
                     "from_session",
                     f"is required: this token acts as {binding_shown(actor.aliases)}; name the alias acting",
+                    kind="required",
                 )
             return single
         if not binding_matches(actor.aliases, from_session):

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hub_api.auth import actor_of
-from hub_core.errors import invalid_argument
+from hub_core.errors import error_catalogue, invalid_argument
 from hub_core.waiting import long_poll
 from hub_tools.tools import TOOLS_BY_NAME, Tool
 from hub_tools.webhook_tools import WEBHOOK_TOOLS
@@ -30,7 +30,8 @@ ERROR_SCHEMA = {
         "ok": {"type": "boolean", "enum": [False]},
         "error": {
             "type": "string",
-            "description": "A stable code: invalid_argument, task_not_found, alias_not_yours, webhook_not_found, …",
+            # Every declared code (each app's errors.py), so a client can tell them all apart.
+            "description": f"A stable code: {', '.join(error_catalogue())}.",
         },
         "message": {"type": "string", "description": "What went wrong and what to do next."},
         "field": {"type": "string", "description": "On invalid_argument: the argument at fault."},

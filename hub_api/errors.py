@@ -16,7 +16,20 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from hub_core.errors import HubError
+from hub_core.errors import HubError, codes_declare
+
+# REST's own codes (the domain's come from the apps' errors.py, through HubError).
+codes_declare(
+    __name__,
+    {
+        "invalid_json": (400, "The body is not valid JSON."),
+        "unsupported_media_type": (415, "The body is not application/json."),
+        "method_not_allowed": (405, "The endpoint does not take this HTTP method."),
+        "not_acceptable": (406, "The endpoint cannot answer in the media type the Accept header asks for."),
+        "not_found": (404, "No such endpoint (or object) under /api/v1/."),
+        "internal_error": (500, "The hub failed on the request; it has been logged."),
+    },
+)
 
 # DRF's own refusals, under the codes CommHub uses everywhere else.
 _CODES: dict[type[exceptions.APIException], str] = {

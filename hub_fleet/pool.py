@@ -23,10 +23,11 @@ from hub_agents.actors import Actor
 from hub_agents.models import AgentSession
 from hub_agents.selectors import offline_cutoff, session_row, with_effective_status
 from hub_agents.services import session_lock
-from hub_core.errors import HubError, task_not_found, task_terminal
+from hub_core.errors import HubError
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
 from hub_fleet.results import Row, TaskClaimed
+from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import leases_renew, task_settle, task_transition
 from hub_tasks.models import LEASED, POOL, TERMINAL, Move, Task, TaskStatus, priority_rank
 

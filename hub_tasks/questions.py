@@ -18,8 +18,9 @@ from hub_agents import identity
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
-from hub_core.errors import HubError, task_not_found, task_terminal
+from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
+from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import HUB, inbox_deliver, leases_renew, task_settle
 from hub_tasks.models import TERMINAL, InboxMessage, Question, Task, TaskEvent, TaskStatus
 from hub_tasks.results import QuestionAnswered, QuestionAsked

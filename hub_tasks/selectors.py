@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from hub_agents.actors import Actor
 from hub_core.doorbell import feed_group
-from hub_core.errors import task_not_found
 from hub_core.formats import timestamp
 from hub_core.waiting import nothing_yet
 from hub_tasks import limits
+from hub_tasks.errors import task_not_found
 from hub_tasks.models import (
     ACTIVE,
     BLOCKED,

@@ -24,10 +24,11 @@ from hub_agents.models import AgentSession, AuditEntry, SessionStatus
 from hub_agents.selectors import session_status_of, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
 from hub_core import validate
-from hub_core.errors import HubError, task_not_found, task_terminal
+from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
 from hub_tasks import limits
+from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import (
     HUB,
     dependency_failed,

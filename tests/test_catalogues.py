@@ -3,13 +3,19 @@ dashboard regions it touches), every error code declared and documented."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import sys
 import types
+from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pytest
 
+from hub_api import errors as rest_errors
+from hub_api.endpoints import ERROR_SCHEMA
+from hub_core.errors import error_catalogue
 from hub_core.events import EVENT_SCHEMA, EventPayload, EventType, HubEvent, event_payloads, event_routes, publish
 from hub_events.models import OPERATORS, Event
 from hub_tools.tools import TOOLS_BY_NAME
@@ -129,3 +135,66 @@ def test_the_page_script_routes_on_declarations_not_on_type_names():
     with open(script, encoding="utf-8") as file:
         text = file.read()
     assert not [str(kind) for kind in EventType if f'"{kind}"' in text]
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SKIPPED = {".venv", "tests", "agent", "bench", "node_modules"}
+
+
+def raised_codes() -> dict[str, list[str]]:
+    """Every error code the hub's code can answer, where: HubError(...) (its helpers included: they
+    call it), REST's refusal(...) and its DRF table, and {"error": "<code>"} bodies."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] in SKIPPED or "migrations" in relative.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
+                "HubError",
+                "refusal",
+            ):
+                code = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "code"), None)
+                if not isinstance(code, ast.Constant):
+                    if getattr(node.func, "id", getattr(node.func, "attr", None)) == "refusal":
+                        continue  # refusal(exc.code, ...): passes on a code raised elsewhere
+                    pytest.fail(f"{relative}:{node.lineno}: a HubError's code must be a literal, to be catalogued")
+                found.setdefault(code.value, []).append(f"{relative}:{node.lineno}")
+            if isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "error" and isinstance(value, ast.Constant):
+                        if isinstance(value.value, str) and value.value.isidentifier():
+                            found.setdefault(value.value, []).append(f"{relative}:{node.lineno}")
+    for code in rest_errors._CODES.values():
+        found.setdefault(code, []).append("hub_api/errors.py")
+    return found
+
+
+def test_every_code_raised_is_declared_and_documented():
+    catalogue = error_catalogue()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_]+)` \| \d{3} \|", readme, flags=re.MULTILINE))
+    described = ERROR_SCHEMA["properties"]["error"]["description"]
+    raised = raised_codes()
+    assert "task_not_found" in raised and "alias_not_yours" in raised  # the scan finds helpers' codes
+    undeclared = {code: where for code, where in raised.items() if code not in catalogue}
+    assert not undeclared, "declare these codes in their app's errors.py"
+    assert not set(raised) - documented, "add these codes to README's table (REST API)"
+    assert not [code for code in raised if not re.search(rf"\b{code}\b", described)]
+    assert set(catalogue) == documented, "README's table lists exactly the declared codes"
+    assert not set(catalogue) - set(raised), "a declared code nothing answers"
+
+
+def test_each_app_declares_its_own_codes():
+    catalogue = error_catalogue()
+    assert catalogue["task_not_found"].declared_in == "hub_tasks.errors"
+    assert catalogue["alias_not_yours"].declared_in == "hub_agents.errors"
+    assert catalogue["channel_not_found"].declared_in == "hub_channels.errors"
+    assert catalogue["webhook_not_found"].declared_in == "hub_webhooks.errors"
+    assert {code for code, entry in catalogue.items() if entry.declared_in == "hub_core.errors"} == {
+        "invalid_argument", "permission_denied", "unauthorized", "request_too_large",
+    }  # fmt: skip
+    for entry in catalogue.values():
+        assert 400 <= entry.status < 600 and entry.meaning.endswith(".")
