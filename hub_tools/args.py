@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from django.conf import settings
+
+from hub_agents import limits as agent_limits
+from hub_agents.models import SessionStatus
+from hub_core.formats import duration
 from hub_tasks import limits
 from hub_tools import params as P
 from hub_tools.params import Param
@@ -57,3 +62,27 @@ def limit(what: str, high: int, default: int) -> Param:
 
 # The limit of the short lists a person works through (questions, approvals).
 AT_MOST = limit("", limits.QUESTIONS_LIMIT_MAX, limits.QUESTIONS_LIMIT_DEFAULT)
+
+# An agent's self-assessed quality (report_status, report_completion).
+SCORE = P.number("Self-assessed quality.", low=0, high=agent_limits.SCORE_MAX)
+SERVER_FILTER = P.identifier("Only sessions that reported this `server`.")
+
+
+def offline() -> str:
+    """How long a silent session still reads online, as the specs say it (a setting: read at build)."""
+    return duration(settings.COMMHUB_OFFLINE_AFTER_SECONDS)
+
+
+def session_status() -> Param:
+    """A filter by session status (get_all_status, broadcast)."""
+    return P.choice(f"Filter by status; offline means no heartbeat for {offline()}.", SessionStatus.values)
+
+
+def skills(description: str) -> Param:
+    """Skills as short lower-case tags (report_status, send_task's required_skills, find_agents)."""
+    return P.tags(
+        description,
+        max_items=agent_limits.SKILLS_MAX,
+        max_len=agent_limits.SKILL_MAX,
+        pattern=agent_limits.SKILL_PATTERN,
+    )

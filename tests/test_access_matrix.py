@@ -83,11 +83,9 @@ NODE_AGENT = {"runtime": "command", "concurrency": 1, "running": 0}  # an agent 
 SECRET = "B-SECRET"  # in every text of network B: none of it may reach a caller from A
 VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 
-READ_TOOLS = {
-    "get_all_status", "get_session_status", "get_inbox", "get_completions", "list_tasks", "get_task",
-    "find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread",
-    "channel_list", "channel_info", "channel_read", "search", "list_nodes",
-}  # fmt: skip
+# From the specs: a new tool is in the matrix's read or write set by what its spec says, and the
+# checks below fail until the matrix has its cases.
+READ_TOOLS = {tool.name for tool in TOOLS if tool.read_only}
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
