@@ -34,18 +34,20 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON's "\ud800" escape decodes to
 def text(field: str, value: object, *, max_len: int, required: bool = False) -> str | None:
     if value is None or (value == "" and not required):
         if required:
-            raise invalid_argument(field, "is required")
+            raise invalid_argument(field, "is required", kind="required")
         return None
     if not isinstance(value, str):
         raise invalid_argument(field, f"must be a string, not {type(value).__name__}")
     if required and _BLANK.fullmatch(value):
-        raise invalid_argument(field, "must not be empty")
+        raise invalid_argument(field, "must not be empty", kind="empty")
     if len(value) > max_len:
-        raise invalid_argument(field, f"is longer than {max_len} characters ({len(value)})")
+        raise invalid_argument(
+            field, f"is longer than {max_len} characters ({len(value)})", kind="too_long", max=max_len
+        )
     if "\x00" in value:
-        raise invalid_argument(field, "contains a NUL character")
+        raise invalid_argument(field, "contains a NUL character", kind="not_text")
     if _SURROGATE.search(value):
-        raise invalid_argument(field, "contains a lone UTF-16 surrogate, which is not text")
+        raise invalid_argument(field, "contains a lone UTF-16 surrogate, which is not text", kind="not_text")
     return value
 
 
@@ -106,7 +108,9 @@ def choice(field: str, value: object, choices: Iterable[str], *, default: str | 
         return default
     allowed = list(choices)
     if value not in allowed:
-        raise invalid_argument(field, f"must be one of {', '.join(allowed)} (got {shown(value)})")
+        raise invalid_argument(
+            field, f"must be one of {', '.join(allowed)} (got {shown(value)})", kind="not_one_of", choices=allowed
+        )
     return str(value)
 
 

@@ -7,7 +7,6 @@ the form field it is about, in plain language; this is the one place that transl
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -32,27 +31,31 @@ LABELS = {
     "aliases": "Acts as",
 }
 
-# (field, what validation found) -> the sentence an operator needs; the first pattern that matches wins.
-SENTENCES: dict[str, list[tuple[str, str]]] = {
-    "alias": [(r"required|empty", "Choose or type the agent that should do this task.")],
-    "new_alias": [(r"required|empty", "Choose an agent to hand the task to.")],
-    "task": [(r"required|empty", "Describe the task for the agent.")],
+# (field, the kinds of problem it applies to, None: any) -> the sentence an operator needs; the first
+# that applies wins. Kinds are invalid_argument's (hub_core.errors.KINDS), never its English.
+REQUIRED = frozenset({"required", "empty"})
+SENTENCES: dict[str, list[tuple[frozenset[str] | None, str]]] = {
+    "alias": [(REQUIRED, "Choose or type the agent that should do this task.")],
+    "new_alias": [(REQUIRED, "Choose an agent to hand the task to.")],
+    "task": [(REQUIRED, "Describe the task for the agent.")],
     "ttl_seconds": [
         (
-            r".",
+            None,
             "Enter the time to live as a whole number of seconds, from 1 to {ttl_max} ({ttl_max_words}), "
             "or leave it empty for {default_ttl_words}.",
         )
     ],
-    "parent_task_id": [(r".", "Enter the id of an existing task (copy it from its page), or leave it empty.")],
+    "parent_task_id": [(None, "Enter the id of an existing task (copy it from its page), or leave it empty.")],
 }
 
-GENERIC = [
-    (r"required|must not be empty", "{label} is required."),
-    (r"is longer than (\d+) characters", "{label} is too long: at most {0} characters."),
-    (r"NUL|surrogate", "{label} contains characters that are not text; retype it."),
-    (r"must be one of (.*?) \(got", "Choose one of: {0}."),
-]
+# A kind's sentence for any field: {label} names it, and the kind's details fill the rest.
+GENERIC = {
+    "required": "{label} is required.",
+    "empty": "{label} is required.",
+    "too_long": "{label} is too long: at most {max} characters.",
+    "not_text": "{label} contains characters that are not text; retype it.",
+    "not_one_of": "Choose one of: {choices}.",
+}
 
 # Codes whose own message is written for agents; others (permission_denied, ...) already read plainly.
 CODES = {
@@ -96,11 +99,13 @@ def refusal_for_operator(refusal: HubError) -> Refusal:
     if refusal.code != "invalid_argument" or not field:
         return Refusal("", refusal.message)
     problem = refusal.error.removeprefix(f"{field}: ")
+    kind = refusal.problem.kind if refusal.problem else "other"
     label = LABELS.get(field, field.replace("_", " ").capitalize())
-    for pattern, sentence in SENTENCES.get(field, []):
-        if re.search(pattern, problem):
+    for kinds, sentence in SENTENCES.get(field, []):
+        if kinds is None or kind in kinds:
             return Refusal(field, sentence.format(**_limits()))
-    for pattern, sentence in GENERIC:
-        if found := re.search(pattern, problem):
-            return Refusal(field, sentence.format(*found.groups(), label=label))
+    if kind in GENERIC:
+        detail = refusal.problem.detail if refusal.problem else {}
+        shown = {name: ", ".join(value) if isinstance(value, list) else value for name, value in detail.items()}
+        return Refusal(field, GENERIC[kind].format(label=label, **shown))
     return Refusal(field, f"{label} {problem}.")

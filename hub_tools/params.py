@@ -57,7 +57,7 @@ def choice(description: str, values: Sequence[str], *, default: str | None = Non
 
     def parse(name: str, value: object) -> str | None:
         if required and value is None:
-            raise invalid_argument(name, f"is required, one of {', '.join(allowed)}")
+            raise invalid_argument(name, f"is required, one of {', '.join(allowed)}", kind="required", choices=allowed)
         return validate.choice(name, value, allowed, default=default)
 
     return Param(schema.string(description, enum=allowed), parse, required)
@@ -174,5 +174,5 @@ def _record(name: str, value: object, fields: dict[str, Param], required: list[s
         raise invalid_argument(name, f"has no field {shown} (its fields: {', '.join(fields)})")
     missing = [field for field in required if value.get(field) is None]
     if missing:
-        raise invalid_argument(f"{name}.{missing[0]}", "is required")
+        raise invalid_argument(f"{name}.{missing[0]}", "is required", kind="required")
     return {field: fields[field].parse(f"{name}.{field}", value[field]) for field in fields if field in value}

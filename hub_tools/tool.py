@@ -99,7 +99,7 @@ class Tool:
             )
         missing = [name for name in self.required if name not in arguments]
         if missing:
-            raise invalid_argument(", ".join(missing), "is required")
+            raise invalid_argument(", ".join(missing), "is required", kind="required")
         named = arguments.get("network_id")
         if isinstance(named, str) and named in actor.roles:  # the call's network, on its log lines from here
             logcontext.set_network(named)
@@ -172,4 +172,3 @@ class Tool:
             return self.run(actor, arguments)
         except HubError as refusal:
             return refusal.as_result()
-

@@ -15,8 +15,11 @@ import pytest
 
 from hub_api import errors as rest_errors
 from hub_api.endpoints import ERROR_SCHEMA
-from hub_core.errors import error_catalogue
+from hub_core import validate
+from hub_core.errors import HubError, Problem, error_catalogue
 from hub_core.events import EVENT_SCHEMA, EventPayload, EventType, HubEvent, event_payloads, event_routes, publish
+from hub_dashboard import wording
+from hub_dashboard.wording import refusal_for_operator
 from hub_events.models import OPERATORS, Event
 from hub_tools.tools import TOOLS_BY_NAME
 
@@ -198,3 +201,46 @@ def test_each_app_declares_its_own_codes():
     }  # fmt: skip
     for entry in catalogue.values():
         assert 400 <= entry.status < 600 and entry.meaning.endswith(".")
+
+
+# --- invalid_argument's kinds ---------------------------------------------------------------------
+
+
+def refused(check) -> HubError:
+    with pytest.raises(HubError) as caught:
+        check()
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("check", "kind", "detail", "said"),
+    [
+        (lambda: validate.text("context", None, max_len=5, required=True), "required", {}, "Context is required."),
+        (lambda: validate.text("context", "  ", max_len=5, required=True), "empty", {}, "Context is required."),
+        (
+            lambda: validate.text("context", "x" * 6, max_len=5),
+            "too_long",
+            {"max": 5},
+            "Context is too long: at most 5 characters.",
+        ),
+        (lambda: validate.text("context", "a\x00", max_len=5), "not_text", {}, "Context contains characters"),
+        (
+            lambda: validate.choice("priority", "urgent", ["low", "high"]),
+            "not_one_of",
+            {"choices": ["low", "high"]},
+            "Choose one of: low, high.",
+        ),
+        (lambda: validate.text("alias", None, max_len=5, required=True), "required", {}, "Choose or type the agent"),
+        (lambda: validate.text("context", 3, max_len=5), "other", {}, "Context must be a string, not int."),
+    ],
+)
+def test_invalid_argument_carries_a_kind_the_dashboard_words(check, kind, detail, said):
+    refusal = refused(check)
+    assert refusal.problem == Problem(kind, detail)
+    assert "kind" not in refusal.as_result()  # the wire's result keys stay as they were
+    assert refusal_for_operator(refusal).text.startswith(said)
+
+
+def test_the_dashboard_words_kinds_not_english():
+    source = Path(wording.__file__).read_text(encoding="utf-8")
+    assert "import re" not in source and "re.search" not in source
