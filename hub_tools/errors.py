@@ -1,4 +1,4 @@
-"""hub_tools' error codes (hub_core.errors catalogue): the door's own refusals, and approvals'."""
+"""hub_tools' error codes (hub_core.errors catalogue): the door's own refusals."""
 
 from __future__ import annotations
 
