@@ -1,13 +1,15 @@
-"""The CommHub tools, the contract's 17 (CONTRACT_TOOLS) then the hub's own: one spec each, a thin
-adapter over one service or selector.
+"""The CommHub tools, the contract's 17 (CONTRACT_TOOLS) then the hub's own, gathered from the spec
+modules by domain (MODULES: fleet_tools, inbox_tools, task_tools, ... each exposing `specs()`).
 
 A spec names each argument with its Param (hub_tools.params: its JSON Schema and its parser, from
-one statement of its limit), the service it calls and how the service's answer renders as the
-contract's result object (hub_tools.results). Argument names are the services' keyword names.
-Specs are built from the `limits` modules and hub_core.validate, the TRANSITIONS table and
-TextChoices, and the settings (the offline threshold), so the MCP inputSchema, the OpenAPI schema
-(hub_api) and the checks cannot disagree. `rebuild()` builds them again (a changed setting does it
-itself). `Tool` itself, and the door every call passes (`Tool.execute`), are in hub_tools.tool.
+one statement of its limit; the arguments several tools share in hub_tools.args), the service it
+calls and how the service's answer renders as the contract's result object (hub_tools.results).
+Argument names are the services' keyword names (tests/hub_tools/test_spec_signatures.py). Specs are
+built from the `limits` modules and hub_core.validate, the TRANSITIONS table and TextChoices, and the
+settings (the offline threshold), so the MCP inputSchema, the OpenAPI schema (hub_api) and the
+checks cannot disagree. `rebuild()` builds them again (a changed setting does it itself). `Tool`
+itself, and the door every call passes (`Tool.execute`), are in hub_tools.tool. Adding a tool is
+adding its spec to its domain's module: nothing here changes.
 """
 
 from __future__ import annotations
@@ -39,25 +41,15 @@ CONTRACT_TOOLS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-# Every tool, in the order tools/list names them: the contract's 17, then the hub's own, each group in
-# the order it was added. The one place the order is kept: a spec module only says what its tools are.
-ORDER: tuple[str, ...] = (
-    *CONTRACT_TOOLS,
-    "find_agents", "list_open_tasks", "claim_task",  # the open pool
-    "ask_operator", "answer_question", "list_questions",  # questions to a person
-    "list_approvals", "decide_approval",  # approvals
-    "get_thread",  # a task's conversation
-    "channel_create", "channel_list", "channel_join", "channel_leave", "channel_info", "channel_configure",
-    "channel_post", "channel_read",  # channels
-    "search",
-    "report_node", "list_nodes",  # nodes
-)  # fmt: skip
+# The spec modules, by domain. tools/list names the contract's tools first, in CONTRACT_TOOLS' order,
+# then the hub's own in these modules' order, each module's in its own: a new tool is added to its
+# domain's module alone, and lands after the tools added before it.
 MODULES = (
-    fleet_tools,
-    task_tools,
+    fleet_tools,  # report_status and the sessions; then the open pool
     inbox_tools,
     question_tools,
     approval_tools,
+    task_tools,  # tasks, messages, replies, completions; then a task's thread
     channel_tools,
     search_tools,
     node_tools,
@@ -65,10 +57,11 @@ MODULES = (
 
 
 def _build() -> list[Tool]:
-    """Every tool's spec, from the limits, tables and settings as they are now, in ORDER."""
-    found = {tool.name: tool for module in MODULES for tool in module.specs()}
-    assert set(found) == set(ORDER), f"a tool out of ORDER: {sorted(set(found) ^ set(ORDER))}"
-    return [found[name] for name in ORDER]
+    """Every tool's spec, from the limits, tables and settings as they are now: the contract's first."""
+    found = [tool for module in MODULES for tool in module.specs()]
+    by_name = {tool.name: tool for tool in found}
+    assert len(by_name) == len(found), "two specs share a name"
+    return [by_name[name] for name in CONTRACT_TOOLS] + [tool for tool in found if tool.name not in CONTRACT_TOOLS]
 
 
 TOOLS: list[Tool] = []
