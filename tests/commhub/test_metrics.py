@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from hub_events.selectors import events_position
 from hub_tasks.models import Task
 from tests.helpers import ROOT
 from tests.helpers.asgi import ask, scope
-from tests.helpers.calls import ack_inbox, get_inbox, get_task, retry_task, send_reply, send_task
+from tests.helpers.calls import ack_inbox, get_inbox, get_task, retry_task, send_reply, send_task, send_task_id
 from tests.helpers.dashboard import signed_in, websocket
 from tests.helpers.metrics import Samples, families, parse, series, value
 
@@ -51,8 +52,7 @@ def scrape(client: Client | None = None, **headers: Any) -> str:
     return reply.content.decode()
 
 
-def send(agent, alias: str = CODER, **extra: Any) -> str:
-    return send_task(actor=agent, alias=alias, task="deploy the site", from_session=LEAD, **extra)["task_id"]
+send = partial(send_task_id, task="deploy the site")
 
 
 def take(agent, task_id: str, alias: str = CODER) -> None:

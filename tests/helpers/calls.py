@@ -4,7 +4,8 @@
 and the dashboard do: arguments checked and parsed by the tool's spec, the write limit counted, the
 service called with typed values, and the contract's result object (`{"ok": True, ...}`) returned;
 a refusal raises HubError. Service tests state behaviour through this public surface, so they keep
-holding whatever the services' Python signatures become.
+holding whatever the services' Python signatures become. `send_task_id` is send_task from "lead" to
+"coder" answering just the new task's id, as most task tests need it.
 """
 
 from __future__ import annotations
@@ -68,3 +69,10 @@ channel_read = _tool("channel_read")
 # Beyond the contract: nodes.
 report_node = _tool("report_node")
 list_nodes = _tool("list_nodes")
+
+
+def send_task_id(actor: Actor, task: str, *, alias: str = "coder", from_session: str = "lead", **extra: Any) -> str:
+    """The id of the task `task` that `actor` sends, as `from_session`, to `alias` (send_task's `task_id`);
+    `extra` are send_task's other arguments (ttl_seconds, depends_on, ...). A module sending one text
+    binds it: `send = partial(send_task_id, task="write quicksort")`."""
+    return send_task(actor=actor, alias=alias, task=task, from_session=from_session, **extra)["task_id"]

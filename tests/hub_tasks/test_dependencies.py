@@ -12,7 +12,6 @@ import itertools
 import re
 import uuid
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from django.test import Client
@@ -28,13 +27,10 @@ from tests.helpers.calls import (
     list_tasks,
     send_reply,
     send_task,
+    send_task_id,
 )
 
 LEAD, CODER = "lead", "coder"
-
-
-def send(agent, name: str, **extra: Any) -> str:
-    return send_task(actor=agent, alias=CODER, task=name, from_session=LEAD, **extra)["task_id"]
 
 
 def reply(agent, task_id: str, status: str = "replied") -> None:
@@ -52,10 +48,10 @@ def status(agent, task_id: str) -> str:
 @pytest.fixture
 def diamond(agent) -> dict[str, str]:
     """A → (B, C) → D: B and C wait for A, D for both."""
-    a = send(agent, "A")
-    b = send(agent, "B", depends_on=[a])
-    c = send(agent, "C", depends_on=[a])
-    d = send(agent, "D", depends_on=[b, c])
+    a = send_task_id(agent, "A")
+    b = send_task_id(agent, "B", depends_on=[a])
+    c = send_task_id(agent, "C", depends_on=[a])
+    d = send_task_id(agent, "D", depends_on=[b, c])
     return {"A": a, "B": b, "C": c, "D": d}
 
 
@@ -112,9 +108,9 @@ def test_a_cancelled_task_cancels_the_whole_chain_after_it(agent, diamond):
 
 
 def test_on_dependency_failure_run_delivers_it_anyway(agent):
-    a = send(agent, "A")
-    b = send(agent, "B")
-    d = send(agent, "D", depends_on=[a, b], on_dependency_failure="run")
+    a = send_task_id(agent, "A")
+    b = send_task_id(agent, "B")
+    d = send_task_id(agent, "D", depends_on=[a, b], on_dependency_failure="run")
     reply(agent, a, status="failed")
     assert status(agent, d) == "created"
     reply(agent, b)
@@ -123,8 +119,8 @@ def test_on_dependency_failure_run_delivers_it_anyway(agent):
 
 
 def test_a_failure_with_attempts_left_does_not_count(agent, clock):
-    a = send(agent, "A", max_attempts=2, retry_backoff_seconds=10)
-    d = send(agent, "D", depends_on=[a])
+    a = send_task_id(agent, "A", max_attempts=2, retry_backoff_seconds=10)
+    d = send_task_id(agent, "D", depends_on=[a])
     reply(agent, a, status="failed")
     assert (status(agent, a), status(agent, d)) == ("created", "created")
     clock.tick(20)
@@ -134,19 +130,19 @@ def test_a_failure_with_attempts_left_does_not_count(agent, clock):
 
 
 def test_a_dependency_replied_before_the_send_counts_as_met(agent):
-    a = send(agent, "A")
+    a = send_task_id(agent, "A")
     reply(agent, a)
-    d = send(agent, "D", depends_on=[a])
+    d = send_task_id(agent, "D", depends_on=[a])
     assert status(agent, d) == "delivered"
     assert d in inbox_tasks(agent)
 
 
 def test_a_dependency_that_already_failed_cancels_at_once_or_runs(agent):
-    a = send(agent, "A")
+    a = send_task_id(agent, "A")
     reply(agent, a, status="failed")
-    cancelled = send(agent, "D", depends_on=[a])
+    cancelled = send_task_id(agent, "D", depends_on=[a])
     assert status(agent, cancelled) == "cancelled"
-    ran = send(agent, "E", depends_on=[a], on_dependency_failure="run")
+    ran = send_task_id(agent, "E", depends_on=[a], on_dependency_failure="run")
     assert status(agent, ran) == "delivered"
 
 
@@ -162,9 +158,9 @@ def ids_in_sending_order(monkeypatch) -> None:
 def test_a_dependent_the_cascade_cancelled_is_cancelled_once(agent):
     """C waits for A and for B, which waits for A: cancelling A cancels B, whose end cancels C; C, one
     of A's dependents too, must not then be cancelled a second time from a stale read of it."""
-    a = send(agent, "A")
-    b = send(agent, "B", depends_on=[a])
-    c = send(agent, "C", depends_on=[a, b])
+    a = send_task_id(agent, "A")
+    b = send_task_id(agent, "B", depends_on=[a])
+    c = send_task_id(agent, "C", depends_on=[a, b])
     cancel_task(actor=agent, task_id=a)
     moves = [(e["from_status"], e["to_status"]) for e in get_task(actor=agent, task_id=c)["events"]]
     assert moves == [(None, "created"), ("created", "cancelled")]
@@ -176,18 +172,18 @@ def test_dependencies_the_send_itself_ends_count_as_ended(agent, clock):
     """Sending D settles the tasks it names first: A's deadline has passed, so A expires, and that
     cancels B (which waits for A). Both have ended, so D, which runs whatever its dependencies' end,
     has nothing left to wait for."""
-    a = send(agent, "A", ttl_seconds=30)
-    b = send(agent, "B", depends_on=[a])
+    a = send_task_id(agent, "A", ttl_seconds=30)
+    b = send_task_id(agent, "B", depends_on=[a])
     clock.tick(30)  # A is overdue, and nothing has read since
-    d = send(agent, "D", depends_on=[b, a], on_dependency_failure="run")
+    d = send_task_id(agent, "D", depends_on=[b, a], on_dependency_failure="run")
     assert (status(agent, a), status(agent, b)) == ("expired", "cancelled")
     assert status(agent, d) == "delivered", "held for a dependency that has ended: it would wait forever"
 
 
 def test_fan_out_and_fan_in_of_any_width(agent):
-    root = send(agent, "root")
-    wide = [send(agent, f"leaf {n}", depends_on=[root]) for n in range(limits.DEPENDS_MAX)]
-    join = send(agent, "join", depends_on=wide)
+    root = send_task_id(agent, "root")
+    wide = [send_task_id(agent, f"leaf {n}", depends_on=[root]) for n in range(limits.DEPENDS_MAX)]
+    join = send_task_id(agent, "join", depends_on=wide)
     reply(agent, root)
     assert inbox_tasks(agent) == set(wide)
     for leaf in wide:
@@ -197,18 +193,18 @@ def test_fan_out_and_fan_in_of_any_width(agent):
 
 def test_a_dependency_in_another_network_is_not_found(agent, outsider):
     theirs = send_task(actor=outsider, alias=CODER, task="theirs")["task_id"]
-    error = refused(send, agent, "D", depends_on=[theirs])
+    error = refused(send_task_id, agent, "D", depends_on=[theirs])
     assert error.code == "task_not_found"
     assert theirs in error.message
 
 
 def test_no_cycle_can_be_named(agent):
-    a = send(agent, "A")
+    a = send_task_id(agent, "A")
     # A cycle needs a task to name one sent after it: an id that does not exist yet is refused.
-    assert refused(send, agent, "B", depends_on=[a, "not-sent-yet"]).code == "task_not_found"
-    assert refused(send, agent, "B", depends_on=[a, a]).code == "invalid_argument"
+    assert refused(send_task_id, agent, "B", depends_on=[a, "not-sent-yet"]).code == "task_not_found"
+    assert refused(send_task_id, agent, "B", depends_on=[a, a]).code == "invalid_argument"
     too_many = [a] * (limits.DEPENDS_MAX + 1)
-    assert refused(send, agent, "B", depends_on=too_many).code == "invalid_argument"
+    assert refused(send_task_id, agent, "B", depends_on=too_many).code == "invalid_argument"
 
 
 def test_list_tasks_blocked_shows_only_the_tasks_that_wait(agent, diamond):

@@ -23,7 +23,7 @@ from tests.helpers.calls import (
     report_completion,
     retry_task,
     send_ack,
-    send_task,
+    send_task_id,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -35,7 +35,7 @@ CONTENT = "write quicksort"
 @pytest.fixture
 def send(agent) -> Callable[..., str]:
     def make(ttl: int = TTL, task: str = CONTENT) -> str:
-        return send_task(actor=agent, alias=CODER, task=task, from_session=LEAD, ttl_seconds=ttl)["task_id"]
+        return send_task_id(agent, task, ttl_seconds=ttl)
 
     return make
 

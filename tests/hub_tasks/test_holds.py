@@ -18,15 +18,11 @@ from tests.helpers.calls import (
     reassign_task,
     retry_task,
     send_reply,
-    send_task,
+    send_task_id,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
 LEAD, CODER, TESTER = "lead", "coder", "tester"
-
-
-def send(agent, name: str, **extra: Any) -> str:
-    return send_task(actor=agent, alias=CODER, task=name, from_session=LEAD, **extra)["task_id"]
 
 
 def reply(agent, task_id: str, status: str = "replied") -> None:
@@ -42,8 +38,8 @@ def task(agent, task_id: str) -> dict[str, Any]:
 
 
 def test_a_task_reassigned_while_it_waits_for_a_dependency_waits_then_reaches_its_new_agent(agent):
-    first = send(agent, "build")
-    second = send(agent, "deploy", depends_on=[first])
+    first = send_task_id(agent, "build")
+    second = send_task_id(agent, "deploy", depends_on=[first])
 
     moved = reassign_task(actor=agent, task_id=second, new_alias=TESTER, from_session=LEAD)
 
@@ -62,7 +58,7 @@ def test_a_task_reassigned_while_it_waits_for_a_dependency_waits_then_reaches_it
 
 
 def test_a_scheduled_task_reassigned_keeps_its_not_before(agent, clock):
-    scheduled = send(agent, "nightly", not_before_seconds=120)
+    scheduled = send_task_id(agent, "nightly", not_before_seconds=120)
 
     reassign_task(actor=agent, task_id=scheduled, new_alias=TESTER)
     clock.tick(119)
@@ -74,8 +70,8 @@ def test_a_scheduled_task_reassigned_keeps_its_not_before(agent, clock):
 
 
 def test_a_task_cancelled_while_waiting_and_retried_waits_again_for_the_work_still_running(agent):
-    first = send(agent, "build")
-    second = send(agent, "deploy", depends_on=[first])
+    first = send_task_id(agent, "build")
+    second = send_task_id(agent, "deploy", depends_on=[first])
     cancel_task(actor=agent, task_id=second, reason="wrong order")
 
     retried = retry_task(actor=agent, task_id=second, from_session=LEAD)
@@ -93,8 +89,8 @@ def test_a_task_cancelled_while_waiting_and_retried_waits_again_for_the_work_sti
 
 def test_a_task_cancelled_by_its_failed_dependency_and_retried_runs_now(agent):
     # A person retrying it has decided the failure no longer matters: nothing is still running.
-    first = send(agent, "build")
-    second = send(agent, "deploy", depends_on=[first])
+    first = send_task_id(agent, "build")
+    second = send_task_id(agent, "deploy", depends_on=[first])
     reply(agent, first, status="failed")
     assert task(agent, second)["status"] == "cancelled"
 
@@ -105,7 +101,7 @@ def test_a_task_cancelled_by_its_failed_dependency_and_retried_runs_now(agent):
 
 
 def test_a_scheduled_task_cancelled_and_retried_still_waits_for_its_time(agent, clock):
-    scheduled = send(agent, "nightly", not_before_seconds=300)
+    scheduled = send_task_id(agent, "nightly", not_before_seconds=300)
     cancel_task(actor=agent, task_id=scheduled)
 
     retry_task(actor=agent, task_id=scheduled)

@@ -6,6 +6,7 @@ Driven through the tools (tests/helpers/calls.py) on a frozen clock; the sweep t
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from tests.helpers.calls import (
     report_status,
     send_ack,
     send_task,
+    send_task_id,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -32,8 +34,7 @@ CODER, LEAD = "coder", "lead"
 LEASE = 60
 
 
-def send(agent, **extra: Any) -> str:
-    return send_task(actor=agent, alias=CODER, task="port the parser", from_session=LEAD, **extra)["task_id"]
+send = partial(send_task_id, task="port the parser")
 
 
 def take(agent, task_id: str) -> None:

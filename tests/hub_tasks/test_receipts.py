@@ -6,6 +6,8 @@ SSE and long-poll readers against a live hub: tests/hub_live/test_receipts_live.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -13,15 +15,22 @@ from django.test.utils import CaptureQueriesContext
 from hub_agents.services import membership_set
 from hub_core.errors import HubError
 from hub_tasks.models import InboxMessage
-from tests.helpers.calls import ack_inbox, get_inbox, get_task, reassign_task, send_ack, send_message, send_task
+from tests.helpers.calls import (
+    ack_inbox,
+    get_inbox,
+    get_task,
+    reassign_task,
+    send_ack,
+    send_message,
+    send_task_id,
+)
 from tests.helpers.dashboard import browser_of
 
 pytestmark = pytest.mark.usefixtures("clock")
 CODER, LEAD = "coder", "lead"
 
 
-def send(agent, alias: str = CODER, **extra) -> str:
-    return send_task(actor=agent, alias=alias, task="port the parser", from_session=LEAD, **extra)["task_id"]
+send = partial(send_task_id, task="port the parser")
 
 
 def first_read(agent, task_id: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from tests.helpers.calls import (
     send_ack,
     send_reply,
     send_task,
+    send_task_id,
 )
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -36,8 +38,7 @@ CODER, LEAD = "coder", "lead"
 BACKOFF = 10
 
 
-def send(agent, **extra: Any) -> str:
-    return send_task(actor=agent, alias=CODER, task="deploy the site", from_session=LEAD, **extra)["task_id"]
+send = partial(send_task_id, task="deploy the site")
 
 
 def fail(agent, task_id: str, why: str) -> None:

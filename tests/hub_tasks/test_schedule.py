@@ -6,7 +6,7 @@ its release. On a frozen clock (tests/hub_tasks/conftest.py).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from functools import partial
 
 import pytest
 from django.core.management import call_command
@@ -14,15 +14,14 @@ from django.core.management import call_command
 from hub_tasks import limits
 from hub_tasks.models import Task
 from tests.helpers import NOW, refused
-from tests.helpers.calls import get_inbox, get_task, list_tasks, send_reply, send_task
+from tests.helpers.calls import get_inbox, get_task, list_tasks, send_reply, send_task_id
 
 pytestmark = pytest.mark.usefixtures("clock")
 LEAD, CODER = "lead", "coder"
 TTL = 60
 
 
-def send(agent, **extra: Any) -> str:
-    return send_task(actor=agent, alias=CODER, task="nightly build", from_session=LEAD, **extra)["task_id"]
+send = partial(send_task_id, task="nightly build")
 
 
 def inbox_tasks(agent) -> list[str]:

@@ -4,6 +4,8 @@ and a task carries send_task's budget to its agent."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from hub_core.errors import HubError
@@ -16,7 +18,7 @@ from tests.helpers.calls import (
     report_completion,
     retry_task,
     send_reply,
-    send_task,
+    send_task_id,
 )
 
 pytestmark = pytest.mark.django_db
@@ -25,8 +27,7 @@ CODER, LEAD = "coder", "lead"
 USAGE = {"tokens_in": 1200, "tokens_out": 340, "cost_usd": 0.0125, "model": "claude-sonnet-4-5"}
 
 
-def send(agent, **extra) -> str:
-    return send_task(actor=agent, alias=CODER, task="write quicksort", from_session=LEAD, **extra)["task_id"]
+send = partial(send_task_id, task="write quicksort")
 
 
 def take(agent, task_id: str) -> dict:

@@ -5,6 +5,7 @@ keys. Races: two first calls at once, on real connections, record once."""
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from django.core.management import call_command
@@ -15,14 +16,20 @@ from hub_core.errors import HubError
 from hub_events.models import Event
 from hub_tasks.models import AgentUsage, Completion, InboxMessage, TaskAttempt, TaskEvent
 from hub_tools.models import ReplayKey
-from tests.helpers.calls import ack_inbox, get_inbox, report_completion, report_status, send_reply, send_task
+from tests.helpers.calls import (
+    ack_inbox,
+    get_inbox,
+    report_completion,
+    report_status,
+    send_reply,
+    send_task_id,
+)
 from tests.helpers.races import race
 
 CODER, LEAD = "coder", "lead"
 
 
-def send(agent) -> str:
-    return send_task(actor=agent, alias=CODER, task="write quicksort", from_session=LEAD)["task_id"]
+send = partial(send_task_id, task="write quicksort")
 
 
 def take(agent, task_id: str) -> str:
