@@ -59,6 +59,14 @@ def fresh_rate_limits(settings) -> Iterator[None]:
 
 
 @pytest.fixture
+def unlimited(settings) -> None:
+    """No write limit: for tests writing far more than the 600 a minute one token may (fuzzers, a
+    thousand posts)."""
+    settings.COMMHUB_WRITE_RATE_LIMIT = "off"
+    ratelimit.reset()
+
+
+@pytest.fixture
 def network(db) -> Network:
     return network_create(name="alpha")[0]
 

@@ -32,7 +32,6 @@ import hub_api.webhooks
 from hub_agents.models import AgentSession, Network
 from hub_agents.services import membership_set, token_authenticate, token_create, user_get_or_create
 from hub_api.endpoints import operation_tool
-from hub_core import ratelimit
 from hub_tasks.models import Completion, InboxMessage, Task
 from hub_tools.tools import TOOLS_BY_NAME, Tool
 from tests.helpers.calls import send_task
@@ -306,13 +305,6 @@ def credentials(draw: st.DrawFn, world: World, others: dict[str, str]) -> dict[s
 
 
 # --- fixtures ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def unlimited(settings) -> None:
-    """The fuzzer writes far more than 600 times a minute with one token."""
-    settings.COMMHUB_WRITE_RATE_LIMIT = "off"
-    ratelimit.reset()
 
 
 @pytest.fixture

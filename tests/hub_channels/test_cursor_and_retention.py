@@ -7,16 +7,10 @@ from __future__ import annotations
 import pytest
 
 from hub_channels.models import ChannelPost
-from hub_core import ratelimit
 from tests.helpers.calls import channel_configure, channel_create, channel_info, channel_post, channel_read
 from tests.helpers.races import race
 
-
-@pytest.fixture(autouse=True)
-def unlimited(settings) -> None:
-    """A thousand posts with one token are more than the write limit allows a minute."""
-    settings.COMMHUB_WRITE_RATE_LIMIT = "off"
-    ratelimit.reset()
+pytestmark = pytest.mark.usefixtures("unlimited")
 
 
 def group(actor, members=("coder",), **config) -> str:

@@ -21,7 +21,6 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from hub_agents.models import Network
-from hub_core import ratelimit
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME, Tool
 from tests.helpers.hostile import (
     BATCH_VERSIONS,
@@ -50,13 +49,6 @@ from tests.helpers.hostile import (
 # /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
 # tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def unlimited(settings) -> None:
-    """The fuzzer writes far more than 600 times a minute with one token."""
-    settings.COMMHUB_WRITE_RATE_LIMIT = "off"
-    ratelimit.reset()
 
 
 @pytest.fixture

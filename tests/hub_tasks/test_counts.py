@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from hub_agents.actors import Actor
 from hub_agents.models import Network
 from hub_agents.services import network_delete
-from hub_core import ratelimit
 from hub_core.errors import HubError
 from hub_tasks import counts
 from hub_tasks.counts import counts_fold
@@ -50,13 +49,6 @@ from tests.helpers.races import race
 
 ALIASES = ("coder", "tester")
 Op = Callable[[int], None]
-
-
-@pytest.fixture
-def unlimited(settings) -> None:
-    """These tests write far more than 600 times a minute with one token."""
-    settings.COMMHUB_WRITE_RATE_LIMIT = "off"
-    ratelimit.reset()
 
 
 def counted(network: Network) -> list[dict[str, Any]]:
