@@ -24,7 +24,7 @@ from hub_agents.services import (
 from hub_core import ratelimit
 from hub_core.events import EventType, HubEvent, outbox_close
 from hub_events.models import OPERATORS, Event
-from tests.helpers import NOW
+from tests.helpers import NOW, hostile
 from tests.helpers.calls import report_status
 
 # Fixtures for every package (live hubs) and the markers `make test-fast` filters on; helpers that are
@@ -74,6 +74,13 @@ def network(db) -> Network:
 @pytest.fixture
 def other_network(db) -> Network:
     return network_create(name="beta")[0]
+
+
+@pytest.fixture
+def hostile_world(network: Network, other_network: Network, unlimited: None) -> hostile.World:
+    """What the fuzzers of MCP and REST input aim at (tests.helpers.hostile.make_world), with no
+    write limit."""
+    return hostile.make_world(network, other_network)
 
 
 @pytest.fixture

@@ -46,7 +46,6 @@ from tests.helpers.hostile import (
     assert_no_leak,
     dumps,
     json_values,
-    make_world,
     raw_bodies,
     tool_arguments,
     tool_outcome,
@@ -293,10 +292,10 @@ GARBAGE = ["Bearer ", "Bearer \x00", "Basic Og==", "Bearer ntok_x y", "bearer"] 
 
 
 @st.composite
-def credentials(draw: st.DrawFn, world: World, others: dict[str, str]) -> dict[str, str]:
+def credentials(draw: st.DrawFn, hostile_world: World, others: dict[str, str]) -> dict[str, str]:
     kind = draw(st.sampled_from(["member", "member", "member", "viewer", "outsider", "none", "garbage"]))
     if kind == "member":
-        return {"Authorization": f"Bearer {world.token}"}
+        return {"Authorization": f"Bearer {hostile_world.token}"}
     if kind in others:
         return {"Authorization": f"Bearer {others[kind]}"}
     if kind == "none":
@@ -305,11 +304,6 @@ def credentials(draw: st.DrawFn, world: World, others: dict[str, str]) -> dict[s
 
 
 # --- fixtures ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def world(network: Network, other_network: Network, unlimited: None) -> World:
-    return make_world(network, other_network)
 
 
 @pytest.fixture
@@ -327,12 +321,12 @@ def others(network: Network, other_network: Network) -> dict[str, str]:
 @hypothesis_settings(FUZZ, max_examples=40)
 @given(data=st.data())
 def test_any_query_string_on_any_get_endpoint_is_answered_without_a_5xx(
-    client: Client, world: World, data: st.DataObject, endpoint: Endpoint
+    client: Client, hostile_world: World, data: st.DataObject, endpoint: Endpoint
 ) -> None:
-    path = data.draw(paths(endpoint, world.known), label="path")
-    query = data.draw(query_strings(endpoint, world.known), label="query")
+    path = data.draw(paths(endpoint, hostile_world.known), label="path")
+    query = data.draw(query_strings(endpoint, hostile_world.known), label="query")
 
-    response = client.get(f"{path}?{query}", headers=bearer(world.token))
+    response = client.get(f"{path}?{query}", headers=bearer(hostile_world.token))
 
     assert_api_answer(response, f"{path}?{query}".encode())
 
@@ -341,13 +335,15 @@ def test_any_query_string_on_any_get_endpoint_is_answered_without_a_5xx(
 @hypothesis_settings(FUZZ, max_examples=40)
 @given(data=st.data())
 def test_any_body_on_any_post_endpoint_is_answered_without_a_5xx(
-    client: Client, world: World, data: st.DataObject, endpoint: Endpoint
+    client: Client, hostile_world: World, data: st.DataObject, endpoint: Endpoint
 ) -> None:
-    path = data.draw(paths(endpoint, world.known), label="path")
-    body = data.draw(bodies(endpoint, world.known), label="body")
+    path = data.draw(paths(endpoint, hostile_world.known), label="path")
+    body = data.draw(bodies(endpoint, hostile_world.known), label="body")
     query = data.draw(st.sampled_from(["", "", "?alias=x", "?%00=%ff", "?task_id=t"]), label="query")
 
-    response = client.generic("POST", path + query, body, content_type="application/json", headers=bearer(world.token))
+    response = client.generic(
+        "POST", path + query, body, content_type="application/json", headers=bearer(hostile_world.token)
+    )
 
     assert_api_answer(response, path.encode() + query.encode() + body, "POST")
 
@@ -355,13 +351,13 @@ def test_any_body_on_any_post_endpoint_is_answered_without_a_5xx(
 @FUZZ
 @given(data=st.data(), endpoint=st.sampled_from(ENDPOINTS))
 def test_any_content_type_accept_header_or_credential_is_answered_without_a_5xx(
-    client: Client, world: World, others: dict[str, str], data: st.DataObject, endpoint: Endpoint
+    client: Client, hostile_world: World, others: dict[str, str], data: st.DataObject, endpoint: Endpoint
 ) -> None:
-    path = data.draw(paths(endpoint, world.known), label="path")
-    headers = data.draw(credentials(world, others), label="credentials")
+    path = data.draw(paths(endpoint, hostile_world.known), label="path")
+    headers = data.draw(credentials(hostile_world, others), label="credentials")
     headers["Accept"] = data.draw(st.sampled_from(ACCEPTS), label="accept")
     content_type = data.draw(st.sampled_from(CONTENT_TYPES), label="content_type")
-    body = data.draw(bodies(endpoint, world.known), label="body") if endpoint.method == "post" else b""
+    body = data.draw(bodies(endpoint, hostile_world.known), label="body") if endpoint.method == "post" else b""
 
     # generic(): post() would re-encode the bytes for a charset named in the content type.
     response = client.generic(endpoint.method.upper(), path, body, content_type=content_type, headers=headers)
@@ -378,13 +374,13 @@ def test_any_content_type_accept_header_or_credential_is_answered_without_a_5xx(
     method=st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"]),
 )
 def test_any_method_on_any_endpoint_is_answered_without_a_5xx(
-    client: Client, world: World, data: st.DataObject, endpoint: Endpoint, method: str
+    client: Client, hostile_world: World, data: st.DataObject, endpoint: Endpoint, method: str
 ) -> None:
-    path = data.draw(paths(endpoint, world.known), label="path")
+    path = data.draw(paths(endpoint, hostile_world.known), label="path")
     body = data.draw(st.one_of(st.just(b"{}"), st.binary(max_size=30)), label="body")
 
     response = client.generic(
-        method, path, body, content_type="application/json", headers={"Authorization": f"Bearer {world.token}"}
+        method, path, body, content_type="application/json", headers={"Authorization": f"Bearer {hostile_world.token}"}
     )
 
     assert_api_answer(response, path.encode() + body, method)
@@ -396,13 +392,13 @@ def test_any_method_on_any_endpoint_is_answered_without_a_5xx(
 @FUZZ
 @given(endpoint=st.sampled_from(POSTS), extra=st.integers(min_value=1, max_value=5000))
 def test_a_body_over_the_size_limit_is_413_whatever_it_holds(
-    client: Client, world: World, settings, endpoint: Endpoint, extra: int
+    client: Client, hostile_world: World, settings, endpoint: Endpoint, extra: int
 ) -> None:
     settings.COMMHUB_MAX_REQUEST_BYTES = 1024
     body = b'{"alias": "coder", "task": "' + b"x" * (1024 + extra) + b'"}'
-    path = filled(endpoint, world)
+    path = filled(endpoint, hostile_world)
 
-    response = client.post(path, data=body, content_type="application/json", headers=bearer(world.token))
+    response = client.post(path, data=body, content_type="application/json", headers=bearer(hostile_world.token))
 
     refused_answer(response, body, 413, "request_too_large")
 
@@ -414,9 +410,9 @@ def bearer(token: str) -> dict[str, str]:
 # --- deterministic edges -------------------------------------------------------------------------
 
 
-def filled(endpoint: Endpoint, world: World) -> str:
-    path = endpoint.pattern.replace("<str:alias>", "coder").replace("<str:message_id>", world.message_id)
-    path = path.replace("<str:task_id>", world.task_id).replace("<str:question_id>", world.question_id)
+def filled(endpoint: Endpoint, hostile_world: World) -> str:
+    path = endpoint.pattern.replace("<str:alias>", "coder").replace("<str:message_id>", hostile_world.message_id)
+    path = path.replace("<str:task_id>", hostile_world.task_id).replace("<str:question_id>", hostile_world.question_id)
     path = path.replace("<str:channel_id>", "chn_0000000000000000").replace("<str:webhook_id>", "1")
     return API + path.replace("<str:approval_id>", "apr_0000000000000000")
 
@@ -466,7 +462,9 @@ def test_every_post_endpoint_has_a_base_body() -> None:
     assert set(BASE_BODIES) == {endpoint.tool for endpoint in POSTS}
 
 
-def wrong_refusals(world: World, endpoint: Endpoint, cases: dict[str, Any], kinds: tuple[str, ...]) -> list[Any]:
+def wrong_refusals(
+    hostile_world: World, endpoint: Endpoint, cases: dict[str, Any], kinds: tuple[str, ...]
+) -> list[Any]:
     """One bad argument on top of a good body, for each argument of these kinds; those not refused by name."""
     client = Client(raise_request_exception=False)  # collect every failing case, not just the first
     wrong = []
@@ -477,7 +475,10 @@ def wrong_refusals(world: World, endpoint: Endpoint, cases: dict[str, Any], kind
         for label, value in cases.items():
             body = dumps({**BASE_BODIES[endpoint.tool], name: [value] if schema["type"] == "array" else value})
             response = client.post(
-                filled(endpoint, world), data=body, content_type="application/json", headers=bearer(world.token)
+                filled(endpoint, hostile_world),
+                data=body,
+                content_type="application/json",
+                headers=bearer(hostile_world.token),
             )
             if response.status_code >= 500:
                 wrong.append((name, label, response.status_code))
@@ -494,14 +495,14 @@ NUMERIC_POSTS = [
 
 
 @pytest.mark.parametrize("endpoint", NUMERIC_POSTS, ids=[e.tool for e in NUMERIC_POSTS])
-def test_a_bad_number_in_a_body_is_a_400_naming_the_field(world: World, endpoint: Endpoint) -> None:
-    wrong = wrong_refusals(world, endpoint, BAD_NUMBERS, ("integer", "number"))
+def test_a_bad_number_in_a_body_is_a_400_naming_the_field(hostile_world: World, endpoint: Endpoint) -> None:
+    wrong = wrong_refusals(hostile_world, endpoint, BAD_NUMBERS, ("integer", "number"))
 
     assert not wrong, wrong
 
 
-def test_bad_text_in_any_text_field_of_any_body_is_a_400_naming_the_field(world: World) -> None:
-    wrong = [(e.tool, *case) for e in POSTS for case in wrong_refusals(world, e, BAD_TEXT, ("string", "array"))]
+def test_bad_text_in_any_text_field_of_any_body_is_a_400_naming_the_field(hostile_world: World) -> None:
+    wrong = [(e.tool, *case) for e in POSTS for case in wrong_refusals(hostile_world, e, BAD_TEXT, ("string", "array"))]
 
     assert not wrong, wrong
 
@@ -510,15 +511,15 @@ def test_bad_text_in_any_text_field_of_any_body_is_a_400_naming_the_field(world:
 REQUIRED_QUERY = {"search": "query=parser&"}
 
 
-def test_bad_text_in_any_query_parameter_of_any_get_is_a_400_naming_it(client: Client, world: World) -> None:
+def test_bad_text_in_any_query_parameter_of_any_get_is_a_400_naming_it(client: Client, hostile_world: World) -> None:
     wrong = []
     for endpoint, (name, schema) in [(e, param) for e in GETS for param in e.definition.input_properties.items()]:
         if name in endpoint.path_params or (endpoint.pattern == "sessions/report" and name == "alias"):
             continue
         required = "" if name in endpoint.definition.required else REQUIRED_QUERY.get(endpoint.tool, "")
         for value in ("%00", "a%00b", "%ED%A0%80", "9" * 400, "1e999", "NaN", "%ff%fe"):
-            path = f"{filled(endpoint, world)}?{required}{name}={value}"
-            response = client.get(path, headers=bearer(world.token))
+            path = f"{filled(endpoint, hostile_world)}?{required}{name}={value}"
+            response = client.get(path, headers=bearer(hostile_world.token))
             answer = assert_api_answer(response, path.encode())
             checked = schema["type"] != "string" or "enum" in schema or "format" in schema
             if not checked and "%00" not in value:
@@ -541,12 +542,12 @@ SEGMENTS = {
 }
 
 
-def test_bad_text_in_a_path_segment_is_answered_in_the_error_shape(client: Client, world: World) -> None:
+def test_bad_text_in_a_path_segment_is_answered_in_the_error_shape(client: Client, hostile_world: World) -> None:
     for endpoint, (segment, must_refuse) in [(e, c) for e in ENDPOINTS if e.path_params for c in SEGMENTS.items()]:
         path = API + re.sub(r"<str:\w+>", segment, endpoint.pattern)
 
         response = client.generic(
-            endpoint.method.upper(), path, b"{}", content_type="application/json", headers=bearer(world.token)
+            endpoint.method.upper(), path, b"{}", content_type="application/json", headers=bearer(hostile_world.token)
         )
 
         assert_api_answer(response, path.encode(), endpoint.method.upper())
@@ -554,7 +555,7 @@ def test_bad_text_in_a_path_segment_is_answered_in_the_error_shape(client: Clien
             assert 400 <= response.status_code < 500, (endpoint.pattern, segment, response.content)
 
 
-def test_a_body_nested_as_deep_as_the_parser_allows_never_crashes_the_answer(world: World) -> None:
+def test_a_body_nested_as_deep_as_the_parser_allows_never_crashes_the_answer(hostile_world: World) -> None:
     """Near the recursion limit a value parses, then its echo (repr) in the refusal must not overflow."""
     client = Client(raise_request_exception=False)
     failures = []
@@ -565,7 +566,9 @@ def test_a_body_nested_as_deep_as_the_parser_allows_never_crashes_the_answer(wor
             (API + "tasks", f'{{"alias": "coder", "task": "t", "priority": {nested}}}'),
             (API + "broadcasts", f'{{"message": "m", "filter_status": {nested}}}'),
         ]:
-            response = client.post(path, data=body, content_type="application/json", headers=bearer(world.token))
+            response = client.post(
+                path, data=body, content_type="application/json", headers=bearer(hostile_world.token)
+            )
             if response.status_code >= 500:
                 failures.append((path, depth, response.status_code))
             else:
@@ -573,12 +576,12 @@ def test_a_body_nested_as_deep_as_the_parser_allows_never_crashes_the_answer(wor
     assert not failures, failures
 
 
-def test_a_body_nested_absurdly_deep_is_invalid_json(client: Client, world: World) -> None:
+def test_a_body_nested_absurdly_deep_is_invalid_json(client: Client, hostile_world: World) -> None:
     for depth in (10_000, 100_000):
         body = b'{"alias": "coder", "task": "t", "priority": ' + b"[" * depth + b"]" * depth + b"}"
 
         refused_answer(
-            client.post(API + "tasks", body, content_type="application/json", headers=bearer(world.token)),
+            client.post(API + "tasks", body, content_type="application/json", headers=bearer(hostile_world.token)),
             body,
             400,
             "invalid_json",
@@ -746,9 +749,9 @@ DASHBOARD_PARAMS = ("alias", "sender", "text", "status", "page", "network", "fra
 
 
 @pytest.fixture
-def operator(client: Client, world: World) -> Client:
+def operator(client: Client, hostile_world: World) -> Client:
     user = user_get_or_create(username="operator")
-    membership_set(user=user, network=world.network, role="owner")
+    membership_set(user=user, network=hostile_world.network, role="owner")
     client.force_login(user)
     return client
 
@@ -763,7 +766,7 @@ def operator(client: Client, world: World) -> Client:
     ),
 )
 def test_hostile_dashboard_filters_are_answered_without_a_5xx_and_shown_escaped(
-    operator: Client, world: World, page: str, query: dict[str, str]
+    operator: Client, hostile_world: World, page: str, query: dict[str, str]
 ) -> None:
     url = page + "?" + "&".join(f"{key}={encoded(value)}" for key, value in query.items())
 
@@ -783,9 +786,9 @@ def test_a_nul_in_a_task_filter_is_not_a_server_error(operator: Client) -> None:
     assert statuses == {"alias": 200, "sender": 200, "text": 200}
 
 
-def test_a_task_filter_with_url_syntax_survives_paging(operator: Client, world: World) -> None:
+def test_a_task_filter_with_url_syntax_survives_paging(operator: Client, hostile_world: World) -> None:
     """The pager links repeat the filters: "#", "&" or "%" in a filter must not cut them short."""
-    actor = token_authenticate(raw=world.token)
+    actor = token_authenticate(raw=hostile_world.token)
     for number in range(51):
         send_task(actor=actor, alias="coder", task=f"deploy #{number} & 100%")
     for number in range(5):
