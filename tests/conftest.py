@@ -26,6 +26,7 @@ from hub_core.events import EventType, HubEvent, outbox_close
 from hub_events.models import OPERATORS, Event
 from tests.helpers import NOW, hostile
 from tests.helpers.calls import report_status
+from tests.helpers.webhooks import Receiver
 
 # Fixtures for every package (live hubs) and the markers `make test-fast` filters on; helpers that are
 # not fixtures live in tests/helpers/. No test module or conftest imports another.
@@ -81,6 +82,20 @@ def hostile_world(network: Network, other_network: Network, unlimited: None) -> 
     """What the fuzzers of MCP and REST input aim at (tests.helpers.hostile.make_world), with no
     write limit."""
     return hostile.make_world(network, other_network)
+
+
+@pytest.fixture
+def allow_private(settings) -> None:
+    """Webhooks may reach private addresses, 127.0.0.1 among them (COMMHUB_WEBHOOKS_ALLOW_PRIVATE)."""
+    settings.COMMHUB_WEBHOOKS_ALLOW_PRIVATE = True
+
+
+@pytest.fixture
+def receiver(allow_private: None) -> Iterator[Receiver]:
+    """A webhook receiver on 127.0.0.1 (tests.helpers.webhooks), which webhooks may reach."""
+    got = Receiver()
+    yield got
+    got.stop()
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from hub_webhooks.services import SUBSCRIPTIONS_MAX, webhooks_deliver
 from tests.helpers.calls import send_task
 from tests.helpers.mcp import LATEST, rpc
 from tests.helpers.rest import assert_refused
-from tests.helpers.webhooks import Receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -39,14 +38,6 @@ class Api:
         return self.client.post(
             API + path, json.dumps(body or {}), content_type="application/json", headers=self.headers
         )
-
-
-@pytest.fixture
-def receiver(settings):
-    settings.COMMHUB_WEBHOOKS_ALLOW_PRIVATE = True
-    got = Receiver()
-    yield got
-    got.stop()
 
 
 @pytest.fixture

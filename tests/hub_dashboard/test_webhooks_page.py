@@ -10,17 +10,8 @@ import pytest
 
 from hub_agents.models import AuditEntry
 from hub_webhooks.models import Delivery, Subscription
-from tests.helpers.webhooks import Receiver
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def receiver(settings):
-    settings.COMMHUB_WEBHOOKS_ALLOW_PRIVATE = True
-    got = Receiver()
-    yield got
-    got.stop()
 
 
 def text(reply) -> str:
