@@ -12,7 +12,7 @@ import pytest
 from hub_agents.models import AuditEntry
 from hub_approvals.models import Approval, ApprovalRule
 from hub_tasks.models import InboxMessage, Task
-from tests.helpers.dashboard import SIZES
+from tests.helpers.dashboard import SIZES, page_errors
 from tests.helpers.live import rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,12 +26,6 @@ def online(hub: Any, agent: Any, *aliases: str) -> None:
         rest(hub, agent, "POST", "/sessions/report", json={"alias": alias, "resume_id": f"r-{alias}", "status": "idle"})
 
 
-def watch(page: Any) -> list[str]:
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    return problems
-
-
 def test_an_admin_approves_a_held_broadcast_that_appears_live(
     hub_server, page_for, agent_http, operator, network, screenshot_dir
 ):
@@ -39,7 +33,7 @@ def test_an_admin_approves_a_held_broadcast_that_appears_live(
     hub = hub_server()
     online(hub, agent_http, "coder-1", "coder-2")
     page, elsewhere = page_for(hub, operator), page_for(hub, operator)
-    problems = watch(page) + watch(elsewhere)
+    problems = page_errors(page) + page_errors(elsewhere)
     page.goto("/approvals/")
     elsewhere.goto("/fleet/")  # the nav's count follows on any page
     for each in (page, elsewhere):
@@ -80,7 +74,7 @@ def test_an_admin_rejects_a_held_task_with_a_note_and_it_never_runs(
     ApprovalRule.objects.create(network=network, name="production deploys", tool="send_task", target_alias="deployer")
     hub = hub_server()
     page = page_for(hub, operator)
-    problems = watch(page)
+    problems = page_errors(page)
     page.goto("/approvals/")
     page.wait_for_selector("#live.on", timeout=LIVE)
 
@@ -105,7 +99,7 @@ def test_a_rule_made_with_the_form_holds_the_next_call(
 ):
     hub = hub_server()
     page = page_for(hub, operator)
-    problems = watch(page)
+    problems = page_errors(page)
     page.goto("/approvals/")
     assert "No rules" in page.inner_text("#rules")
     assert message_of(agent_http.mcp(hub, "send_message", alias="prod-db", message="vacuum now")) == "ran"

@@ -5,12 +5,10 @@ of the page at desktop and phone size."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from hub_channels.models import Channel, ChannelMember, ChannelPost
-from tests.helpers.dashboard import SIZES
+from tests.helpers.dashboard import SIZES, page_errors
 from tests.helpers.live import rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,18 +17,12 @@ OPERATOR_ROLE = "member"  # the `operator` fixture's role in the network
 POSTS = "[data-live=channel_posts]"
 
 
-def watch(page: Any) -> list[str]:
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    return problems
-
-
 def test_an_operator_creates_a_channel_posts_and_sees_an_agents_post_live(
     hub_server, page_for, agent_http, operator, network, screenshot_dir
 ):
     hub = hub_server()
     page = page_for(hub, operator)
-    problems = watch(page)
+    problems = page_errors(page)
     page.goto("/channels/")
     assert "No channels in this network yet" in page.inner_text("[data-live=channels]")
 
@@ -81,7 +73,7 @@ def test_posting_in_an_agents_group_channel_joins_it_and_other_channels_posts_st
     mine = agent_http.mcp(hub, "channel_create", name="backend", alias="lead", members=["coder"])
     elsewhere = agent_http.mcp(hub, "channel_create", name="frontend", alias="lead", members=["designer"])
     page = page_for(hub, operator)
-    problems = watch(page)
+    problems = page_errors(page)
     page.goto(f"/channels/{mine['channel_id']}/")
     page.wait_for_selector("#live.on", timeout=LIVE)
     assert page.inner_text("#post button.primary") == "Join as dashboard:ada and post"

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers.dashboard import SIZES
+from tests.helpers.dashboard import SIZES, page_errors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms
@@ -30,8 +30,7 @@ def test_the_pool_column_follows_posts_and_claims_and_skills_filter_the_fleet(
              skills=skills, max_concurrent=2)  # fmt: skip
     rest(hub, agent_http, "POST", "tasks", alias="pool", task="Document the pool API", required_skills=["docs"])
     page = page_for(hub, operator)
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = page_errors(page)
     page.goto("/fleet/")
     page.wait_for_selector("#live.on", timeout=LIVE)
     assert page.locator("aside[data-live=pool] li").count() == 1

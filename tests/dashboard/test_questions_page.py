@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.dashboard import SIZES
+from tests.helpers.dashboard import SIZES, page_errors
 from tests.helpers.live import rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,8 +34,7 @@ def test_an_operator_answers_questions_live_by_button_and_in_words(
     migrate = running_task(hub, agent_http, "coder", "Migrate the orders table")
     deploy = running_task(hub, agent_http, "deployer", "Deploy 2.4 to production")
     page = page_for(hub, operator)
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = page_errors(page)
     page.goto("/questions/")
     page.wait_for_selector("#live.on", timeout=LIVE)
     assert "No questions" in page.inner_text("[data-live=questions]")

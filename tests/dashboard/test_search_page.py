@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.dashboard import SIZES
+from tests.helpers.dashboard import SIZES, page_errors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OPERATOR_ROLE = "viewer"  # the `operator` fixture's role in the network
@@ -25,8 +25,7 @@ def test_the_nav_box_finds_tasks_messages_completions_and_posts_highlighted(
     ops = agent_http.mcp(hub, "channel_create", name="ops", alias="lead", members=["coder"])["channel_id"]
     agent_http.mcp(hub, "channel_post", channel_id=ops, alias="coder", content="staging: deploy window at 5")
     page = page_for(hub, operator)
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = page_errors(page)
     page.goto("/fleet/")
 
     page.fill("form.navsearch input[name=q]", "deploy staging")

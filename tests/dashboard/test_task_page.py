@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from hub_agents.services import membership_set
-
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms: live updates land within a second; the margin is for a loaded machine
 WIDE, NARROW = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
@@ -29,13 +27,6 @@ def shoot(page: Any, directory: Any, name: str) -> None:
         page.screenshot(path=directory / f"content-{name}-{suffix}.png", full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth") <= size["width"], f"{name} scrolls sideways"
     page.set_viewport_size(WIDE)
-
-
-@pytest.fixture
-def operator(network, django_user_model):
-    user = django_user_model.objects.create_user("ada", password="correct horse")
-    membership_set(user=user, network=network, role="owner")
-    return user
 
 
 def test_attempts_forms_and_banner_on_the_task_page(hub_server, page_for, agent_http, operator, screenshot_dir):

@@ -1,6 +1,9 @@
-"""A signed-in operator, through Django's test client and on the dashboard's websocket."""
+"""A signed-in operator, through Django's test client and on the dashboard's websocket; and what the
+browser tests (tests/dashboard) share."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
@@ -27,3 +30,10 @@ def websocket(headers: list[tuple[bytes, bytes]], query: str = "") -> WebsocketC
     from commhub.asgi import application
 
     return WebsocketCommunicator(application, "/ws/dashboard" + query, headers=headers)
+
+
+def page_errors(page: Any) -> list[str]:
+    """The list the uncaught JavaScript errors of a Playwright page are added to from now on."""
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    return problems
