@@ -36,6 +36,7 @@ from tests.helpers.asgi import ask, scope
 from tests.helpers.calls import ack_inbox, get_inbox, get_task, retry_task, send_reply, send_task, send_task_id
 from tests.helpers.dashboard import signed_in, websocket
 from tests.helpers.metrics import Samples, families, parse, series, value
+from tests.helpers.tasks import take
 
 CODER, REVIEWER, LEAD = "coder", "reviewer", "lead"
 DASHBOARD = ROOT / "docs" / "grafana" / "commhub.json"
@@ -53,11 +54,6 @@ def scrape(client: Client | None = None, **headers: Any) -> str:
 
 
 send = partial(send_task_id, task="deploy the site")
-
-
-def take(agent, task_id: str, alias: str = CODER) -> None:
-    (message,) = [m for m in get_inbox(actor=agent, alias=alias)["messages"] if m["task_id"] == task_id]
-    ack_inbox(actor=agent, alias=alias, message_id=message["id"])
 
 
 def fail(agent, task_id: str) -> None:

@@ -25,16 +25,12 @@ from tests.helpers.calls import (
     get_inbox,
     get_task,
     list_tasks,
-    send_reply,
     send_task,
     send_task_id,
 )
+from tests.helpers.tasks import reply
 
 LEAD, CODER = "lead", "coder"
-
-
-def reply(agent, task_id: str, status: str = "replied") -> None:
-    send_reply(actor=agent, alias=LEAD, text="done", in_reply_to=task_id, status=status, from_session=CODER)
 
 
 def inbox_tasks(agent) -> set[str]:

@@ -15,7 +15,6 @@ from hub_tasks.models import Completion, Task, TaskEvent
 from tests.helpers.calls import (
     ack_inbox,
     cancel_task,
-    get_inbox,
     get_session_status,
     get_task,
     list_tasks,
@@ -25,6 +24,7 @@ from tests.helpers.calls import (
     send_ack,
     send_task_id,
 )
+from tests.helpers.tasks import pending
 
 pytestmark = pytest.mark.usefixtures("clock")
 TTL = 600
@@ -47,10 +47,6 @@ def status_in_get_task(actor, task_id: str) -> str:
 def status_in_list_tasks(actor, task_id: str) -> str:
     (row,) = [row for row in list_tasks(actor=actor)["tasks"] if row["task_id"] == task_id]
     return row["status"]
-
-
-def pending(actor, alias: str) -> list[dict[str, Any]]:
-    return get_inbox(actor=actor, alias=alias, limit=100)["messages"]
 
 
 def notices(actor, task_id: str) -> list[dict[str, Any]]:

@@ -17,16 +17,12 @@ from tests.helpers.calls import (
     get_task,
     reassign_task,
     retry_task,
-    send_reply,
     send_task_id,
 )
+from tests.helpers.tasks import reply
 
 pytestmark = pytest.mark.usefixtures("clock")
 LEAD, CODER, TESTER = "lead", "coder", "tester"
-
-
-def reply(agent, task_id: str, status: str = "replied") -> None:
-    send_reply(actor=agent, alias=LEAD, text="done", in_reply_to=task_id, status=status, from_session=CODER)
 
 
 def inbox_tasks(agent, alias: str) -> list[str]:

@@ -19,7 +19,6 @@ from hub_tasks import limits
 from hub_tasks.models import TRANSITIONS, InboxMessage, Move, Task, TaskEvent
 from tests.helpers import refused
 from tests.helpers.calls import (
-    ack_inbox,
     get_inbox,
     get_task,
     report_completion,
@@ -28,6 +27,7 @@ from tests.helpers.calls import (
     send_task,
     send_task_id,
 )
+from tests.helpers.tasks import take
 
 pytestmark = pytest.mark.usefixtures("clock")
 CODER, LEAD = "coder", "lead"
@@ -35,12 +35,6 @@ LEASE = 60
 
 
 send = partial(send_task_id, task="port the parser")
-
-
-def take(agent, task_id: str) -> None:
-    """The coder fetches its inbox and acks the task's message, as an agent does."""
-    (message,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
 
 
 def heartbeat(agent, **fields: Any) -> None:

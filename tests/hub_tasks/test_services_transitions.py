@@ -24,7 +24,6 @@ from tests.helpers.calls import (
     ack_inbox,
     cancel_task,
     get_completions,
-    get_inbox,
     get_session_status,
     get_task,
     reassign_task,
@@ -34,6 +33,7 @@ from tests.helpers.calls import (
     send_reply,
     send_task,
 )
+from tests.helpers.tasks import pending
 
 pytestmark = pytest.mark.usefixtures("clock")
 TTL = 600
@@ -75,10 +75,6 @@ def task_in(agent, online, clock) -> Callable[..., str]:
 
 def row(actor, task_id: str) -> dict[str, Any]:
     return get_task(actor=actor, task_id=task_id)["task"]
-
-
-def pending(actor, alias: str) -> list[dict[str, Any]]:
-    return get_inbox(actor=actor, alias=alias, limit=100)["messages"]
 
 
 def pending_ids(actor, alias: str) -> list[str]:

@@ -11,7 +11,6 @@ import pytest
 from hub_core.errors import HubError
 from hub_tasks.models import AgentUsage, TaskAttempt
 from tests.helpers.calls import (
-    ack_inbox,
     get_inbox,
     get_task,
     reassign_task,
@@ -20,6 +19,7 @@ from tests.helpers.calls import (
     send_reply,
     send_task_id,
 )
+from tests.helpers.tasks import take
 
 pytestmark = pytest.mark.django_db
 
@@ -28,12 +28,6 @@ USAGE = {"tokens_in": 1200, "tokens_out": 340, "cost_usd": 0.0125, "model": "cla
 
 
 send = partial(send_task_id, task="write quicksort")
-
-
-def take(agent, task_id: str) -> dict:
-    (message,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
-    return message
 
 
 def attempts(agent, task_id: str) -> list[dict]:

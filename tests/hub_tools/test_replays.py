@@ -25,17 +25,12 @@ from tests.helpers.calls import (
     send_task_id,
 )
 from tests.helpers.races import race
+from tests.helpers.tasks import take
 
 CODER, LEAD = "coder", "lead"
 
 
 send = partial(send_task_id, task="write quicksort")
-
-
-def take(agent, task_id: str) -> str:
-    (message,) = [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-    ack_inbox(actor=agent, alias=CODER, message_id=message["id"])
-    return message["id"]
 
 
 def written() -> tuple[int, ...]:
