@@ -33,7 +33,8 @@ def test_an_admin_approves_a_held_broadcast_that_appears_live(
     hub = hub_server()
     online(hub, agent_http, "coder-1", "coder-2")
     page, elsewhere = page_for(hub, operator), page_for(hub, operator)
-    problems = page_errors(page) + page_errors(elsewhere)
+    # Two lists the pages' errors are added to: their sum is taken at the end, not now (a copy).
+    errors_here, errors_elsewhere = page_errors(page), page_errors(elsewhere)
     page.goto("/approvals/")
     elsewhere.goto("/fleet/")  # the nav's count follows on any page
     for each in (page, elsewhere):
@@ -65,7 +66,7 @@ def test_an_admin_approves_a_held_broadcast_that_appears_live(
     assert InboxMessage.objects.filter(type=InboxMessage.Type.BROADCAST).count() == 2
     assert Approval.objects.get(pk=held["approval_id"]).status == "approved"
     assert "approved by user:ada" in page.inner_text("table.decided")
-    assert problems == []
+    assert errors_here + errors_elsewhere == []
 
 
 def test_an_admin_rejects_a_held_task_with_a_note_and_it_never_runs(
