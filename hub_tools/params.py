@@ -16,7 +16,7 @@ from typing import Any
 
 from hub_core import cursor as keyset
 from hub_core import validate
-from hub_core.errors import invalid_argument
+from hub_core.errors import invalid_argument, unusable_argument
 from hub_tools import schema
 from hub_tools.schema import Schema
 
@@ -158,7 +158,8 @@ def records(description: str, fields: dict[str, Param], *, max_items: int, uniqu
             for record in parsed:
                 if record[unique_by] in seen:
                     shown = validate.shown(record[unique_by])
-                    raise invalid_argument(name, f"has two items with {unique_by} {shown}; list each once")
+                    # JSON Schema cannot say "unique by a field": the schema admits it, so 409, not 400.
+                    raise unusable_argument(name, f"has two items with {unique_by} {shown}; list each once")
                 seen.add(record[unique_by])
         return parsed
 

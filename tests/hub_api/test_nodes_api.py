@@ -66,6 +66,22 @@ def test_a_bad_agent_is_refused_with_400_naming_it(client, network):
     assert client.get("/api/v1/nodes", headers=bearer(network)).json()["nodes"] == []
 
 
+def test_an_agent_listed_twice_is_a_409_the_schema_cannot_say(client, network):
+    # JSON Schema has no "unique by a field": the schema admits the body, so the hub answers 409, not 400.
+    twice = {**REPORT, "agents": [REPORT["agents"][0], {**REPORT["agents"][0], "runtime": "claude"}]}
+
+    refused = post(client, twice, bearer(network))
+
+    assert refused.status_code == 409
+    assert (refused.json()["error"], refused.json()["field"]) == ("invalid_argument", "agents")
+    jsonschema.validate(twice, documented_request(client))
+
+
+def documented_request(client: Client) -> dict[str, Any]:
+    document = client.get("/api/v1/schema", {"format": "json"}).json()
+    return document["paths"]["/api/v1/nodes/report"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+
+
 def test_a_viewer_is_refused_and_nothing_is_listed(client, network):
     response = post(client, REPORT, bearer(network, "viewer"))
 
