@@ -121,6 +121,11 @@ def agent(make_actor, network) -> Actor:
 
 
 @pytest.fixture
+def owner(make_actor, network) -> Actor:
+    return make_actor(network, "owner")
+
+
+@pytest.fixture
 def viewer(make_actor, network) -> Actor:
     return make_actor(network, "viewer")
 

@@ -11,7 +11,8 @@ import pytest
 
 from hub_agents import identity as hub_identity
 from hub_agents.models import Network
-from hub_agents.services import network_policy_set, token_create
+from hub_agents.services import token_create
+from tests.helpers.access import make_strict
 from tests.helpers.live import AGENT_DIR, Agent, Hub
 from tests.helpers.node import NodeProcess, command_agent, git_repository, node_toml, runs, send, task, wait_finished
 
@@ -37,8 +38,7 @@ def start(hub: Hub, token: Agent, tmp_path, agents: dict) -> NodeProcess:
 
 @pytest.fixture
 def strict(network: Network) -> Network:
-    network_policy_set(network=network, policy="strict", by="test")
-    return network
+    return make_strict(network)
 
 
 @pytest.fixture

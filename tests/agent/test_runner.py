@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.live import companion_command, companion_env, journal, rest, wait_for
+from tests.helpers.node import task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,10 +41,6 @@ def send(hub, dispatcher, text: str, **extra: Any) -> str:
     )
     assert reply["ok"], reply
     return reply["task_id"]
-
-
-def task(hub, agent, task_id: str) -> dict[str, Any]:
-    return rest(hub, agent, "GET", f"/tasks/{task_id}")["task"]
 
 
 def runs(log: Path) -> collections.Counter[str]:

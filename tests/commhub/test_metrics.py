@@ -35,16 +35,11 @@ from tests.helpers import ROOT
 from tests.helpers.asgi import ask, scope
 from tests.helpers.calls import ack_inbox, get_inbox, get_task, retry_task, send_reply, send_task, send_task_id
 from tests.helpers.dashboard import signed_in, websocket
-from tests.helpers.metrics import Samples, families, parse, series, value
+from tests.helpers.metrics import Samples, families, moved, parse, series, value
 from tests.helpers.tasks import take
 
 CODER, REVIEWER, LEAD = "coder", "reviewer", "lead"
 DASHBOARD = ROOT / "docs" / "grafana" / "commhub.json"
-
-
-def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    """How much one series moved between two scrapes."""
-    return value(after, name, **labels) - value(before, name, **labels)
 
 
 def scrape(client: Client | None = None, **headers: Any) -> str:

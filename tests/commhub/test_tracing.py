@@ -30,6 +30,7 @@ from commhub.lean import lean_app
 from hub_agents.services import token_create
 from hub_events.models import Event
 from tests.helpers.asgi import ask, scope
+from tests.helpers.mcp import send_task_body
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,11 +52,6 @@ def spans(monkeypatch) -> Iterator[InMemorySpanExporter]:
     finally:
         tracing.uninstrument()
         provider.shutdown()
-
-
-def send_task_body(task: str) -> bytes:
-    call = {"name": "send_task", "arguments": {"alias": "coder", "task": task}}
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode()
 
 
 async def send_and_receive(sender: str, coder: str) -> tuple[dict[str, Any], str]:

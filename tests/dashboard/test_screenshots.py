@@ -10,6 +10,7 @@ import pytest
 from hub_agents.services import membership_set
 from hub_tasks.models import Task
 from tests.helpers.dashboard import SIZES
+from tests.helpers.live import mcp_ok
 
 pytestmark = pytest.mark.django_db(transaction=True)
 AGENTS = [
@@ -22,16 +23,10 @@ AGENTS = [
 ]
 
 
-def mcp(hub: Any, caller: Any, tool: str, **arguments: Any) -> dict[str, Any]:
-    outcome = caller.mcp(hub, tool, **arguments)
-    assert outcome["ok"], outcome
-    return outcome
-
-
 def seed(hub: Any, agent: Any) -> str:
     """A small busy network: agents in every state, tasks in several, completions. The task to shoot."""
     for alias, status, task, progress in AGENTS:
-        mcp(hub, agent, "report_status", resume_id=f"r-{alias}", alias=alias, status=status, task=task,
+        mcp_ok(hub, agent, "report_status", resume_id=f"r-{alias}", alias=alias, status=status, task=task,
             progress=progress, model="model-x", agent="claude-code", hostname="build-01")  # fmt: skip
     texts = [
         "Write the release notes for 2.4",
@@ -47,16 +42,18 @@ def seed(hub: Any, agent: Any) -> str:
     ]
     for task_id, outcome in [(ids[0], "replied"), (ids[1], "failed"), (ids[2], "running")]:
         alias = "coder" if ids.index(task_id) % 2 == 0 else "reviewer"
-        (message,) = [m for m in mcp(hub, agent, "get_inbox", alias=alias)["messages"] if m.get("task_id") == task_id]
-        mcp(hub, agent, "ack_inbox", alias=alias, message_id=message["id"])
-        mcp(hub, agent, "report_status", resume_id=f"r-{alias}", alias=alias, status="working", task=task_id)
+        (message,) = [
+            m for m in mcp_ok(hub, agent, "get_inbox", alias=alias)["messages"] if m.get("task_id") == task_id
+        ]
+        mcp_ok(hub, agent, "ack_inbox", alias=alias, message_id=message["id"])
+        mcp_ok(hub, agent, "report_status", resume_id=f"r-{alias}", alias=alias, status="working", task=task_id)
         if outcome == "replied":
-            mcp(
+            mcp_ok(
                 hub, agent, "report_completion", alias=alias, task=task_id, result="Notes written: 14 changes.", score=8
             )
         elif outcome == "failed":
             sender = Task.objects.get(pk=task_id).from_name
-            mcp(
+            mcp_ok(
                 hub,
                 agent,
                 "send_reply",

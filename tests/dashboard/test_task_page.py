@@ -8,16 +8,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.live import mcp_ok
+
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms: live updates land within a second; the margin is for a loaded machine
 WIDE, NARROW = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
-
-
-def mcp(hub: Any, caller: Any, tool: str, **arguments: Any) -> dict[str, Any]:
-    """An agent's tool call over /mcp (the shared helper), which must succeed."""
-    outcome = caller.mcp(hub, tool, **arguments)
-    assert outcome["ok"], outcome
-    return outcome
 
 
 def shoot(page: Any, directory: Any, name: str) -> None:
@@ -32,7 +27,7 @@ def shoot(page: Any, directory: Any, name: str) -> None:
 def test_attempts_forms_and_banner_on_the_task_page(hub_server, page_for, agent_http, operator, screenshot_dir):
     hub = hub_server()
     for alias in ("coder", "helper"):
-        mcp(hub, agent_http, "report_status", resume_id=f"r-{alias}", alias=alias, status="idle")
+        mcp_ok(hub, agent_http, "report_status", resume_id=f"r-{alias}", alias=alias, status="idle")
     page = page_for(hub, operator)
     page.set_viewport_size(WIDE)
 
@@ -55,7 +50,7 @@ def test_attempts_forms_and_banner_on_the_task_page(hub_server, page_for, agent_
     assert page.locator(".notice.sent").inner_text().startswith("Task sent to coder: now delivered")
 
     # The agent fails it (no from_session, as agents often send): the banner goes, live.
-    mcp(hub, agent_http, "send_reply", alias="dashboard:ada", text="registry is down (503)", in_reply_to=task_id,
+    mcp_ok(hub, agent_http, "send_reply", alias="dashboard:ada", text="registry is down (503)", in_reply_to=task_id,
         status="failed")  # fmt: skip
     page.wait_for_selector("h1 .pill:has-text('failed')", timeout=LIVE)
     assert page.locator(".notice.sent").count() == 0
@@ -63,11 +58,11 @@ def test_attempts_forms_and_banner_on_the_task_page(hub_server, page_for, agent_
     # Retry keeps the failure as Attempt 1; two more runs make three attempts.
     page.click("button[name=retry]")
     page.wait_for_selector("h1 .pill:has-text('delivered')", timeout=LIVE)
-    mcp(hub, agent_http, "send_reply", alias="dashboard:ada", text="disk full", in_reply_to=task_id, status="failed")
+    mcp_ok(hub, agent_http, "send_reply", alias="dashboard:ada", text="disk full", in_reply_to=task_id, status="failed")
     page.wait_for_selector("h1 .pill:has-text('failed')", timeout=LIVE)
     page.click("button[name=retry]")
     page.wait_for_selector("h1 .pill:has-text('delivered')", timeout=LIVE)
-    mcp(hub, agent_http, "send_reply", alias="dashboard:ada", text="Published: 14 changes.", in_reply_to=task_id)
+    mcp_ok(hub, agent_http, "send_reply", alias="dashboard:ada", text="Published: 14 changes.", in_reply_to=task_id)
     page.wait_for_selector("h1 .pill:has-text('replied')", timeout=LIVE)
     attempts = page.locator("li.attempt")
     assert attempts.count() == 3
@@ -85,8 +80,8 @@ def test_attempts_forms_and_banner_on_the_task_page(hub_server, page_for, agent_
     shoot(page, screenshot_dir, "task-attempts")
 
     # Reassign cannot go to an agent nobody chose; cancel asks first and keeps the reason.
-    mcp(hub, agent_http, "send_task", alias="coder", task="Port the lexer", from_session="lead")
-    second = mcp(hub, agent_http, "list_tasks", alias="coder", status="delivered")["tasks"][0]["task_id"]
+    mcp_ok(hub, agent_http, "send_task", alias="coder", task="Port the lexer", from_session="lead")
+    second = mcp_ok(hub, agent_http, "list_tasks", alias="coder", status="delivered")["tasks"][0]["task_id"]
     page.goto(f"/tasks/{second}/")
     page.wait_for_selector("#live.on", timeout=LIVE)
     menu = page.locator("select[name=new_alias]")
@@ -104,10 +99,10 @@ def test_attempts_forms_and_banner_on_the_task_page(hub_server, page_for, agent_
 
 def test_completions_and_fleet_name_and_link_tasks(hub_server, page_for, agent_http, operator, screenshot_dir):
     hub = hub_server()
-    task_id = mcp(hub, agent_http, "send_task", alias="coder", task="Measure the parser", from_session="lead")[
+    task_id = mcp_ok(hub, agent_http, "send_task", alias="coder", task="Measure the parser", from_session="lead")[
         "task_id"
     ]
-    mcp(hub, agent_http, "report_status", resume_id="r-coder", alias="coder", status="working", task=task_id)
+    mcp_ok(hub, agent_http, "report_status", resume_id="r-coder", alias="coder", status="working", task=task_id)
     page = page_for(hub, operator)
     page.set_viewport_size(WIDE)
 
@@ -116,7 +111,7 @@ def test_completions_and_fleet_name_and_link_tasks(hub_server, page_for, agent_h
     assert card.locator(f"a[href='/tasks/{task_id}/']").inner_text() == "Measure the parser"
     assert task_id not in card.inner_text()
 
-    mcp(hub, agent_http, "report_completion", alias="coder", task=task_id, result="All green.", score=9)
+    mcp_ok(hub, agent_http, "report_completion", alias="coder", task=task_id, result="All green.", score=9)
     page.goto("/completions/")
     row = page.locator("table.completions tbody tr").first
     assert row.locator(f"a[href='/tasks/{task_id}/']").inner_text() == "Measure the parser"

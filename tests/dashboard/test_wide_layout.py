@@ -11,6 +11,7 @@ import pytest
 
 from hub_agents.services import membership_set
 from hub_approvals.models import ApprovalRule
+from tests.helpers.live import mcp_ok
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WIDE = {"width": 1280, "height": 800}
@@ -24,32 +25,33 @@ LONG_TASK = (
 )
 
 
-def call(hub: Any, caller: Any, tool: str, **arguments: Any) -> dict[str, Any]:
-    outcome = caller.mcp(hub, tool, **arguments)
-    assert outcome["ok"], outcome
-    return outcome
-
-
 def seed(hub: Any, caller: Any) -> None:
     """36 agents agent-01 … agent-36 in every state, running long tasks, and a day of completions."""
     for n in range(1, 37):
         alias = f"agent-{n:02d}"
         status = STATUSES[n % len(STATUSES)]
-        call(hub, caller, "report_status", alias=alias, resume_id=f"r-{alias}", status=status,
-             hostname=f"build-{n % 4:02d}", model="claude-sonnet-4-5", agent="claude-code",
-             task=LONG_TASK if status == "working" else None, output=TRACEBACK if status == "error" else None,
-             progress=40 if status == "working" else None)  # fmt: skip
+        mcp_ok(hub, caller, "report_status", alias=alias, resume_id=f"r-{alias}", status=status,
+               hostname=f"build-{n % 4:02d}", model="claude-sonnet-4-5", agent="claude-code",
+               task=LONG_TASK if status == "working" else None, output=TRACEBACK if status == "error" else None,
+               progress=40 if status == "working" else None)  # fmt: skip
     for n in range(1, 13):
         alias = f"agent-{n:02d}"
-        task_id = call(hub, caller, "send_task", alias=alias, task=f"{LONG_TASK} (part {n})", from_session="lead")[
+        task_id = mcp_ok(hub, caller, "send_task", alias=alias, task=f"{LONG_TASK} (part {n})", from_session="lead")[
             "task_id"
         ]
-        call(hub, caller, "ack_inbox", alias=alias, message_id=task_id)
+        mcp_ok(hub, caller, "ack_inbox", alias=alias, message_id=task_id)
         if n <= 2:
-            call(hub, caller, "ask_operator", task_id=task_id, question="Keep the old client for one more release?")
+            mcp_ok(hub, caller, "ask_operator", task_id=task_id, question="Keep the old client for one more release?")
         else:
-            call(hub, caller, "report_completion", alias=alias, task=task_id, score=8,
-                 result="Done: retries ported, dead letters kept, regression test added and green on CI.")  # fmt: skip
+            mcp_ok(
+                hub,
+                caller,
+                "report_completion",
+                alias=alias,
+                task=task_id,
+                score=8,
+                result="Done: retries ported, dead letters kept, regression test added and green on CI.",
+            )
 
 
 def shoot(page: Any, path: str, name: str, screenshot_dir: Any) -> None:
@@ -80,7 +82,7 @@ def test_the_pages_fit_1280_px(hub_server, page_for, agent_http, network, django
     ApprovalRule.objects.create(network=network, name="broadcasts need a yes", tool="broadcast")
     hub = hub_server()
     seed(hub, agent_http)
-    assert call(hub, agent_http, "broadcast", message="Deploy 2.4 at 17:00")["pending_approval"] is True
+    assert mcp_ok(hub, agent_http, "broadcast", message="Deploy 2.4 at 17:00")["pending_approval"] is True
     page = page_for(hub, person)
     page.set_viewport_size(WIDE)
 
@@ -95,7 +97,7 @@ def test_the_pages_fit_1280_px(hub_server, page_for, agent_http, network, django
     assert page.locator("aside[data-live=pool]").bounding_box()["y"] >= table["y"] + table["height"]
     assert "error" in page.locator("table.fleet-table tbody tr").first.inner_text()  # problems first
 
-    call(hub, agent_http, "send_task", alias="pool", task="Document the pool API", required_skills=["docs"])
+    mcp_ok(hub, agent_http, "send_task", alias="pool", task="Document the pool API", required_skills=["docs"])
     shoot(page, "/fleet/?view=table", "fleet-table-pool", screenshot_dir)
     assert page.locator("table.fleet-table").bounding_box()["width"] >= main - 2  # a pool with tasks: below too
     shoot(page, "/fleet/", "fleet-cards-pool", screenshot_dir)

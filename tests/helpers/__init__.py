@@ -24,3 +24,13 @@ def refused(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> HubError:
     with pytest.raises(HubError) as caught:
         call(*args, **kwargs)
     return caught.value
+
+
+def bearer(token: str) -> dict[str, str]:
+    """The Authorization header of a request made with `token`."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def moment(text: str) -> datetime:
+    """A time as the tools and the API write it (ISO 8601, maybe with a Z), as an aware datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -7,7 +7,7 @@ add or change. /mcp and the REST inbox read in pool threads on connections of th
 (hub_core.waiting), so a test calling them needs committed data: `committed_data` builds it (and flushes
 at the end, as a transactional test would) and `rows_restored` puts back what a test changed.
 Everything else may run over data built once in `rolled_back_data`, each test in its own rolled-back
-transaction (pytest-django's `db`).
+transaction (pytest-django's `db`). `make_strict` puts a network under the strict identity policy.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from django.http import HttpResponse
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from hub_agents.models import AgentSession, AuditEntry, Node
+from hub_agents.models import AgentSession, AuditEntry, Network, Node
+from hub_agents.services import network_policy_set
 from hub_approvals.models import Approval, ApprovalRule, ApprovalVote
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_events.models import Event, EventCounter
@@ -123,6 +124,12 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "network_token_required": (403, "network_token_required"),
     "alias_not_yours": (403, "alias_not_yours"),
 }
+
+
+def make_strict(network: Network) -> Network:
+    """The network, switched to the strict identity policy."""
+    network_policy_set(network=network, policy="strict", by="test")
+    return network
 
 
 # --- calling a tool over either transport ----------------------------------------------------------

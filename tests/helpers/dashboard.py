@@ -1,8 +1,9 @@
-"""A signed-in operator, through Django's test client and on the dashboard's websocket; and what the
-browser tests (tests/dashboard) share."""
+"""A signed-in operator, through Django's test client and on the dashboard's websocket; reading the
+pages it gets; and what the browser tests (tests/dashboard) share."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from channels.testing import WebsocketCommunicator
@@ -30,6 +31,16 @@ def websocket(headers: list[tuple[bytes, bytes]], query: str = "") -> WebsocketC
     from commhub.asgi import application
 
     return WebsocketCommunicator(application, "/ws/dashboard" + query, headers=headers)
+
+
+def text(reply) -> str:
+    """A page's HTML, as the test client received it."""
+    return reply.content.decode()
+
+
+def aliases_in_order(page: str) -> list[str]:
+    """The agents' aliases a page shows (its data-alias attributes), in the page's order."""
+    return re.findall(r'data-alias="([^"]+)"', page)
 
 
 def page_errors(page: Any) -> list[str]:

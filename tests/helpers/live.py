@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from django.db import connection
 from tests.helpers import ROOT
 
 AGENT_DIR = ROOT / "agent"
+# An access line of a request answered 5xx (commhub.serving logs daphne's lines: '"GET /x HTTP/1.1" 500 12').
+SERVER_ERROR = re.compile(r'" 5\d\d ')
 
 
 def database_url() -> str:
@@ -101,6 +104,20 @@ def sse_events(hub: Hub, agent: Agent, alias: str, *, last_event_id: int | None 
             elif not line.startswith(":"):
                 name, _, value = line.partition(": ")
                 fields[name] = value
+
+
+def mcp_ok(hub: Hub, caller: Agent, tool: str, **arguments: Any) -> dict[str, Any]:
+    """An agent's tool call over /mcp (Agent.mcp), which must succeed; its result object."""
+    outcome = caller.mcp(hub, tool, **arguments)
+    assert outcome["ok"], outcome
+    return outcome
+
+
+def assert_clean_log(hub: Hub) -> None:
+    """The hub process logged no traceback and answered no request with a 5xx."""
+    log = hub.log.read_text(errors="replace")
+    assert "Traceback" not in log, log[-6000:]
+    assert not SERVER_ERROR.search(log), [line for line in log.splitlines() if SERVER_ERROR.search(line)]
 
 
 def healthy(hub: Hub) -> bool:

@@ -28,6 +28,12 @@ def request(method: str, params: dict | None = None, *, id: Any = 1) -> dict:
     return body
 
 
+def send_task_body(task: str) -> bytes:
+    """The raw body of a tools/call of send_task to "coder" with `task`."""
+    call = {"name": "send_task", "arguments": {"alias": "coder", "task": task}}
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode()
+
+
 def rpc(client, method: str, params: dict | None = None, *, id: Any = 1, **options):
     """A handshake-era request (version=None sends no MCP-Protocol-Version header)."""
     return post(client, request(method, params, id=id), **options)

@@ -29,3 +29,8 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 def series(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], float]:
     """Every series of one sample name, by its labels."""
     return {labels: number for (sample, labels), number in samples.items() if sample == name}
+
+
+def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
+    """How much one series moved between two scrapes."""
+    return value(after, name, **labels) - value(before, name, **labels)

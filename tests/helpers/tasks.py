@@ -1,11 +1,12 @@
 """A task's steps as the task tests take them over and over, through the tools (tests/helpers/calls.py):
-the coder takes a task from its inbox and replies to it; an inbox's messages."""
+the coder takes a task from its inbox and replies to it; an inbox's messages; the broadcasts sent."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hub_agents.actors import Actor
+from hub_tasks.models import InboxMessage
 from tests.helpers.calls import ack_inbox, get_inbox, send_reply
 
 
@@ -24,3 +25,8 @@ def reply(actor: Actor, task_id: str, status: str = "replied") -> None:
 def pending(actor: Actor, alias: str) -> list[dict[str, Any]]:
     """The messages waiting in `alias`'s inbox (up to 100)."""
     return get_inbox(actor=actor, alias=alias, limit=100)["messages"]
+
+
+def broadcasts() -> int:
+    """How many broadcast messages the inboxes hold (one per receiving alias)."""
+    return InboxMessage.objects.filter(type=InboxMessage.Type.BROADCAST).count()

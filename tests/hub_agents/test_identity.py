@@ -17,6 +17,7 @@ from hub_agents.services import (
 )
 from hub_core.errors import HubError
 from hub_tasks.models import Task
+from tests.helpers.access import make_strict
 from tests.helpers.calls import (
     channel_create,
     channel_read,
@@ -29,11 +30,6 @@ from tests.helpers.calls import (
 
 def bound(network: Network, *aliases: str, name: str = "bound", role: str = "member"):
     return token_authenticate(raw=token_create(network=network, role=role, name=name, aliases=list(aliases))[1])
-
-
-def strict(network: Network) -> Network:
-    network_policy_set(network=network, policy="strict", by="test")
-    return network
 
 
 def refused(call, **arguments) -> HubError:
@@ -97,7 +93,7 @@ def test_a_token_bound_to_one_alias_sends_as_it_and_one_bound_to_several_must_sa
 def test_an_unbound_token_in_a_strict_network_acts_as_itself_and_never_as_an_alias(network, agent) -> None:
     sent = send_task(actor=agent, alias="helper", task="open network", from_session="a-coder")
     assert Task.objects.get(pk=sent["task_id"]).from_name == "a-coder"  # open: as the contract has it
-    strict(network)
+    make_strict(network)
 
     sent = send_task(actor=agent, alias="helper", task="strict network")
     assert Task.objects.get(pk=sent["task_id"]).from_name == "token:member-token"
@@ -111,7 +107,7 @@ def test_owners_moderate_channels_in_a_strict_network_but_never_act_as_an_agent(
     owner = token_authenticate(raw=token_create(network=network, role="owner", name="boss")[1])
     coder = bound(network, "a-coder")
     room = channel_create(actor=coder, name="room", alias="a-coder", type="direct", members=["b-coder"])["channel_id"]
-    strict(network)
+    make_strict(network)
 
     assert channel_read(actor=owner, channel_id=room, alias="a-coder")["channel_id"] == room
     assert refused(get_inbox, actor=owner, alias="a-coder").code == "alias_not_yours"
@@ -121,7 +117,7 @@ def test_owners_moderate_channels_in_a_strict_network_but_never_act_as_an_agent(
 
 @pytest.mark.django_db
 def test_a_user_in_an_open_and_a_strict_network_reads_an_inbox_only_where_it_may_be_the_agent(network) -> None:
-    other = strict(network_create(name="beta")[0])
+    other = make_strict(network_create(name="beta")[0])
     for net in (network, other):
         report_status(
             actor=bound(net, "a-coder", name=f"agent-{net.name}"), resume_id="r", alias="a-coder", status="idle"

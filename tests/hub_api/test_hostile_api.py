@@ -34,6 +34,7 @@ from hub_agents.services import membership_set, token_authenticate, token_create
 from hub_api.endpoints import operation_tool
 from hub_tasks.models import Completion, InboxMessage, Task
 from hub_tools.tools import TOOLS_BY_NAME, Tool
+from tests.helpers import bearer
 from tests.helpers.calls import send_task
 from tests.helpers.hostile import (
     FUZZ,
@@ -401,10 +402,6 @@ def test_a_body_over_the_size_limit_is_413_whatever_it_holds(
     response = client.post(path, data=body, content_type="application/json", headers=bearer(hostile_world.token))
 
     refused_answer(response, body, 413, "request_too_large")
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 # --- deterministic edges -------------------------------------------------------------------------

@@ -13,8 +13,10 @@ from django.utils import timezone
 from hub_agents.models import ApiToken, AuditEntry
 from hub_agents.services import token_create, token_revoke
 from hub_approvals.models import Approval, ApprovalRule, ApprovalVote
-from hub_tasks.models import InboxMessage, Task
+from hub_tasks.models import Task
 from tests.helpers.calls import broadcast, cancel_task, decide_approval, send_message, send_task
+from tests.helpers.dashboard import text
+from tests.helpers.tasks import broadcasts
 
 
 @pytest.fixture
@@ -25,14 +27,6 @@ def fleet(online):
 
 def rule(network, **fields) -> ApprovalRule:
     return ApprovalRule.objects.create(network=network, name=fields.pop("name", "hold it"), **fields)
-
-
-def broadcasts() -> int:
-    return InboxMessage.objects.filter(type=InboxMessage.Type.BROADCAST).count()
-
-
-def text(reply) -> str:
-    return reply.content.decode()
 
 
 def rule_form(**fields) -> dict[str, str]:

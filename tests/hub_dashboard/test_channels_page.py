@@ -13,10 +13,7 @@ from hub_agents.services import membership_set
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_dashboard import channels as channels_page
 from tests.helpers.calls import channel_create, channel_post
-
-
-def text(reply) -> str:
-    return reply.content.decode()
+from tests.helpers.dashboard import text
 
 
 def rows() -> tuple[int, int, int]:

@@ -12,10 +12,7 @@ from django.utils import timezone
 from hub_agents.models import AgentSession
 from hub_tasks.models import Task, TaskEvent
 from tests.helpers.calls import send_task
-
-
-def aliases_in(page: str) -> list[str]:
-    return re.findall(r'data-alias="([^"]+)"', page)
+from tests.helpers.dashboard import aliases_in_order
 
 
 def test_the_fleet_table_sorts_by_status_last_seen_and_current_task_age(login, online, agent):
@@ -38,14 +35,14 @@ def test_the_fleet_table_sorts_by_status_last_seen_and_current_task_age(login, o
     assert '<table class="list fleet-table' in table and "<article" not in table
     assert "job for charlie" in table  # the current task, and how long it has run
     assert re.search(r'data-label="Task age"><span[^>]*>3\W*h', table)
-    assert aliases_in(browser.get("/fleet/?view=table&sort=status").content.decode()) == [
+    assert aliases_in_order(browser.get("/fleet/?view=table&sort=status").content.decode()) == [
         "bravo", "charlie", "delta", "alpha",
     ]  # fmt: skip
-    assert aliases_in(browser.get("/fleet/?view=table&sort=seen").content.decode()) == [
+    assert aliases_in_order(browser.get("/fleet/?view=table&sort=seen").content.decode()) == [
         "delta", "bravo", "charlie", "alpha",
     ]  # fmt: skip
-    assert aliases_in(browser.get("/fleet/?view=table&sort=age").content.decode())[:2] == ["charlie", "delta"]
-    assert aliases_in(browser.get("/fleet/?view=table&sort=-age").content.decode())[:2] == ["delta", "charlie"]
+    assert aliases_in_order(browser.get("/fleet/?view=table&sort=age").content.decode())[:2] == ["charlie", "delta"]
+    assert aliases_in_order(browser.get("/fleet/?view=table&sort=-age").content.decode())[:2] == ["delta", "charlie"]
     cards = browser.get("/fleet/").content.decode()
     assert "<article" in cards and "fleet-table" not in cards
 
@@ -57,7 +54,7 @@ def test_status_tiles_filter_the_fleet_and_keep_the_view(login, online):
 
     page = browser.get("/fleet/?view=table&status=error").content.decode()
 
-    assert aliases_in(page) == ["bravo"]
+    assert aliases_in_order(page) == ["bravo"]
     assert 'class="count s-error chosen" href="?view=table&amp;status=error"' in page
     assert 'href="?view=table&amp;status=idle"' in page  # every tile is a filter link, keeping the view
     assert "No agent is blocked right now" in browser.get("/fleet/?status=blocked").content.decode()
@@ -91,7 +88,7 @@ def test_a_fragment_for_one_key_holds_only_that_card_or_row(login, online, agent
 
     whole = browser.get("/fleet/?fragment=fleet").content.decode()
     one = browser.get("/fleet/?fragment=fleet&only=agent-03").content.decode()
-    assert aliases_in(one) == ["agent-03"] and 'data-part="counts"' in one
+    assert aliases_in_order(one) == ["agent-03"] and 'data-part="counts"' in one
     assert len(one) * 5 < len(whole)
     row = browser.get(f"/tasks/?fragment=tasks&only={sent[4]}").content.decode()
     assert re.findall(r'<tr data-key="([^"]+)"', row) == [sent[4]]

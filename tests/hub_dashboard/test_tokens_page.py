@@ -14,14 +14,11 @@ from hub_agents.models import AgentSession, ApiToken, AuditEntry, IdentityPolicy
 from hub_agents.services import membership_set, token_authenticate, token_create, token_revoke, user_get_or_create
 from hub_core.errors import HubError
 from tests.helpers.calls import report_status, send_task
+from tests.helpers.dashboard import text
 
 pytestmark = pytest.mark.django_db
 
 RAW = re.compile(r'id="raw-token" value="([^"]+)"')
-
-
-def text(reply) -> str:
-    return reply.content.decode()
 
 
 def row_of(page: str, token: ApiToken) -> str:

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tests.helpers.calls import ack_inbox, send_task
+from tests.helpers.dashboard import aliases_in_order
 
 pytestmark = pytest.mark.django_db
 
@@ -17,10 +18,6 @@ TRACEBACK = "\n".join(
     + [f'  File "/srv/app/step{n}.py", line {n}, in step{n}' for n in range(1, 9)]
     + ['psycopg.OperationalError: connection to server at "db" failed: Connection refused']
 )
-
-
-def aliases_in_order(page: str) -> list[str]:
-    return re.findall(r'data-alias="([^"]+)"', page)
 
 
 def test_the_fleet_lists_problems_first_in_cards_and_table(login, online, agent, clock):

@@ -10,12 +10,9 @@ import pytest
 
 from hub_agents.models import AuditEntry
 from hub_webhooks.models import Delivery, Subscription
+from tests.helpers.dashboard import text
 
 pytestmark = pytest.mark.django_db
-
-
-def text(reply) -> str:
-    return reply.content.decode()
 
 
 def add(browser, url: str, **fields) -> object:

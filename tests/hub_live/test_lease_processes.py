@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from hub_events.models import OPERATORS, Event
 from hub_events.selectors import events_position
 from hub_tasks.models import InboxMessage, Task, TaskEvent
 from tests.helpers import ROOT
-from tests.helpers.live import Agent, Hub, database_url, rest, sse_events, wait_for
+from tests.helpers.live import Agent, Hub, assert_clean_log, database_url, rest, sse_events, wait_for
 from tests.helpers.races import race
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.race]
@@ -64,9 +63,6 @@ time.sleep(float(sys.stdin.readline()))
 sys.argv = ["manage.py", "sweep", "--once"]
 runpy.run_path("manage.py", run_name="__main__")
 """
-
-# An access line of a request answered 5xx (commhub.serving logs daphne's lines: '"GET /x HTTP/1.1" 500 12').
-SERVER_ERROR = re.compile(r'" 5\d\d ')
 
 
 class Sweeper:
@@ -236,12 +232,6 @@ def sender_stream_changes(hub: Hub, dispatcher: Agent, *, since: int) -> dict[st
 def wait_past(moment: datetime) -> None:
     """Until the clock (the hubs' too: one machine) is past `moment`."""
     wait_for(lambda: timezone.now() > moment, within=LEASE_SECONDS + 30, what=f"the clock to pass {moment}", every=0.02)
-
-
-def assert_clean_log(hub: Hub) -> None:
-    log = hub.log.read_text(errors="replace")
-    assert "Traceback" not in log, log[-6000:]
-    assert not SERVER_ERROR.search(log), [line for line in log.splitlines() if SERVER_ERROR.search(line)]
 
 
 @pytest.mark.parametrize(("on_lost", "after"), [("requeue", "delivered"), ("fail", "failed")])

@@ -19,7 +19,7 @@ from django.db.models import Count
 from hub_agents.services import token_create
 from hub_tasks.models import InboxMessage, Task
 from tests.helpers.live import Agent, Hub, sse_events, wait_for
-from tests.helpers.metrics import Samples, parse, value
+from tests.helpers.metrics import Samples, moved, parse, value
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,10 +73,6 @@ class Workload:
         assert reply.status_code == 200, reply.text
         self.requests["metrics", "200"] += 1
         return parse(reply.text)
-
-
-def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    return value(after, name, **labels) - value(before, name, **labels)
 
 
 def test_two_processes_report_one_truth(hub_server, agent_http, network, tmp_path):

@@ -38,7 +38,6 @@ and the database read directly:
 from __future__ import annotations
 
 import random
-import re
 import threading
 import time
 import traceback
@@ -55,7 +54,7 @@ from hub_agents.models import AgentSession, Network
 from hub_agents.services import token_create
 from hub_tasks.limits import TASK_LIST_LIMIT_MAX
 from hub_tasks.models import Task, TaskEvent
-from tests.helpers.live import Agent, Hub, rest
+from tests.helpers.live import Agent, Hub, assert_clean_log, rest
 from tests.helpers.races import race
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.race]
@@ -73,8 +72,6 @@ COMPLETE_CHANCE = 0.3  # an agent holding tasks, not full, completes its oldest 
 EXPECTED_REFUSALS = ("409 task_claimed", "409 at_capacity")
 CLAIM_OUTCOMES = ("claimed", "task_claimed", "at_capacity")
 WITHIN = 60  # seconds the agents have to empty the pool
-# An access line of a request answered 5xx (commhub.serving logs daphne's lines: '"GET /x HTTP/1.1" 500 12').
-SERVER_ERROR = re.compile(r'" 5\d\d ')
 
 
 @dataclass(frozen=True)
@@ -365,12 +362,6 @@ def assert_claims_from_the_head(members: list[Member], journal: Journal) -> None
             listing.task_ids[claim.position] == claim.task_id and claim.sent > listing.received for claim in claims
         )
         assert len(claims) <= most[listing.alias] + OVER_ASK
-
-
-def assert_clean_log(hub: Hub) -> None:
-    log = hub.log.read_text(errors="replace")
-    assert "Traceback" not in log, log[-6000:]
-    assert not SERVER_ERROR.search(log), [line for line in log.splitlines() if SERVER_ERROR.search(line)]
 
 
 def test_agents_racing_through_two_hubs_claim_each_open_task_once_within_capacity_by_priority(

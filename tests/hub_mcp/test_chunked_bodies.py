@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from hub_tasks.models import Task
+from tests.helpers.mcp import send_task_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,18 +39,13 @@ def rest_send_task(task: str) -> bytes:
     return json.dumps({"alias": "coder", "task": task}).encode()
 
 
-def mcp_send_task(task: str) -> bytes:
-    call = {"name": "send_task", "arguments": {"alias": "coder", "task": task}}
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode()
-
-
 def padded(make: Any, size: int) -> bytes:
     """A send_task body of exactly `size` bytes."""
     shell = make("")
     return make("x" * (size - len(shell)))
 
 
-EDGES = {"rest": ("/api/v1/tasks", rest_send_task), "mcp": ("/mcp", mcp_send_task)}
+EDGES = {"rest": ("/api/v1/tasks", rest_send_task), "mcp": ("/mcp", send_task_body)}
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ Driven through the tools (tests/helpers/calls.py) on a frozen clock.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -20,7 +20,7 @@ from hub_agents.services import membership_set, token_create
 from hub_core.errors import HubError
 from hub_tasks import limits
 from hub_tasks.models import Task
-from tests.helpers import refused
+from tests.helpers import moment, refused
 from tests.helpers.calls import (
     ack_inbox,
     get_inbox,
@@ -47,10 +47,6 @@ def fail(agent, task_id: str, why: str) -> None:
 
 def coder_tasks(agent, task_id: str) -> list[dict[str, Any]]:
     return [m for m in get_inbox(actor=agent, alias=CODER)["messages"] if m["task_id"] == task_id]
-
-
-def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def test_three_attempts_with_growing_delays_then_a_dead_letter(agent, clock):

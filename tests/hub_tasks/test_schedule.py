@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from hub_tasks import limits
 from hub_tasks.models import Task
-from tests.helpers import NOW, refused
+from tests.helpers import NOW, moment, refused
 from tests.helpers.calls import get_inbox, get_task, list_tasks, send_reply, send_task_id
 
 pytestmark = pytest.mark.usefixtures("clock")
@@ -26,10 +26,6 @@ send = partial(send_task_id, task="nightly build")
 
 def inbox_tasks(agent) -> list[str]:
     return [m["task_id"] for m in get_inbox(actor=agent, alias=CODER)["messages"]]
-
-
-def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 @pytest.mark.parametrize("when", ["seconds", "iso"])

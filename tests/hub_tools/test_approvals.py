@@ -28,14 +28,10 @@ from tests.helpers.calls import (
     send_message,
     send_task,
 )
+from tests.helpers.tasks import broadcasts
 
 PLANNER = "planner"
 User = get_user_model()
-
-
-@pytest.fixture
-def owner(make_actor, network):
-    return make_actor(network, "owner")
 
 
 @pytest.fixture
@@ -55,10 +51,6 @@ def rule(network, **fields) -> ApprovalRule:
     made = ApprovalRule.objects.create(network=network, name=fields.pop("name", "hold it"), **fields)
     made.trusted_tokens.set(trusted)
     return made
-
-
-def broadcasts() -> int:
-    return InboxMessage.objects.filter(type=InboxMessage.Type.BROADCAST).count()
 
 
 def notices(alias: str) -> list[str]:

@@ -22,6 +22,7 @@ from freezegun import freeze_time
 from hub_agents.models import Network
 from hub_agents.services import token_create
 from hub_core import ratelimit
+from tests.helpers import bearer
 
 # /mcp and the inbox endpoint run their database work through hub_core.waiting's pool: in these rolled-back
 # tests it runs on the test's own thread and connection (tests/plugins/pool.py), so it sees the test's rows.
@@ -59,17 +60,13 @@ def new_token(network: Network, name: str = "agent") -> str:
     return token_create(network=network, role="member", name=name)[1]
 
 
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 def rest_send_task(client: Client, token: str, task: str, alias: str = "coder") -> HttpResponse:
     body = json.dumps({"alias": alias, "task": task})
-    return client.post(API + "tasks", data=body, content_type="application/json", headers=auth(token))
+    return client.post(API + "tasks", data=body, content_type="application/json", headers=bearer(token))
 
 
 def rest_read(client: Client, token: str, path: str) -> dict[str, Any]:
-    response = client.get(API + path, headers=auth(token))
+    response = client.get(API + path, headers=bearer(token))
     assert response.status_code == 200, response.content
     assert response.json()["ok"] is True
     return response.json()
@@ -82,7 +79,7 @@ def mcp_call(client: Client, token: str, tool: str, arguments: dict[str, Any]) -
         "/mcp",
         data=json.dumps(body),
         content_type="application/json",
-        headers={**auth(token), "MCP-Protocol-Version": MCP_VERSION},
+        headers={**bearer(token), "MCP-Protocol-Version": MCP_VERSION},
     )
     assert reply.status_code == 200, reply.content
     answer = reply.json()

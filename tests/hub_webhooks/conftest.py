@@ -1,5 +1,5 @@
-"""Webhook fixtures: a subscription made by an owner to the receiver on 127.0.0.1 (`receiver` and
-`allow_private` are tests/conftest.py's), events to send, and deliverers with short timings."""
+"""Webhook fixtures: a subscription made by an owner to the receiver on 127.0.0.1 (`owner`, `receiver`
+and `allow_private` are tests/conftest.py's), events to send, and deliverers with short timings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from hub_agents.actors import Actor
 from hub_core.events import EVENT_SCHEMA, EventType, HubEvent, publish, sealed_atomic
 from hub_webhooks.models import Subscription
 from hub_webhooks.send import webhook_client
@@ -16,11 +15,6 @@ from hub_webhooks.services import Policy, webhook_create, webhooks_deliver
 
 # Retries within milliseconds, so a test's outage costs what the receiver's own pauses cost.
 FAST = Policy(lease_seconds=30, timeout_seconds=2, backoff_base_seconds=0.005, backoff_cap_seconds=0.02, batch=200)
-
-
-@pytest.fixture
-def owner(make_actor, network) -> Actor:
-    return make_actor(network, "owner")
 
 
 @pytest.fixture
