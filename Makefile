@@ -34,12 +34,20 @@ run: setup
 test: setup
 	$(PY) -m pytest -n 2 --dist worksteal
 
-# The inner loop: unit, service and in-process HTTP/websocket tests, under a minute, on every core
-# (pytest-xdist; each worker has its own test database). `make test` runs the rest too: live servers,
-# the browser, races on real threads, fuzzing, the minutes-long runs.
+# The inner loop: unit, service and in-process HTTP/websocket tests on every core (pytest-xdist; each
+# worker has its own test database), and the wall time it took, start to end. `make test` runs the
+# rest too: live servers, the browser, races on real threads, fuzzing, the seconds- and minutes-long
+# runs. Each worker imports and assertion-rewrites every test module; keeping that bytecode
+# (__pycache__, ignored by git) even where the environment sets PYTHONDONTWRITEBYTECODE saves each
+# run after the first about 8 s of every worker's start.
 FAST := not live and not browser and not race and not fuzz and not slow
 test-fast: setup
-	$(PY) -m pytest -q -p no:cacheprovider -n auto -m "$(FAST)"
+	@started=$$(date +%s%N); \
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n auto --dist worksteal -m "$(FAST)"; \
+	status=$$?; \
+	took=$$(( ($$(date +%s%N) - started) / 100000000 )); \
+	echo "make test-fast: $$((took / 10)).$$((took % 10)) s wall on $$(nproc) cores, start to end"; \
+	exit $$status
 
 lint: setup
 	$(PY) -m pip install --quiet ruff==0.17.5

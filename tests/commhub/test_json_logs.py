@@ -310,6 +310,7 @@ def assert_json_lines(lines: list[str], says: str) -> None:
     assert any(says in line["message"] for line in parsed), lines
 
 
+@pytest.mark.slow  # four processes of their own: seconds
 def test_the_sweep_and_the_deliverer_print_only_json_lines(network, ci_runner, make_actor, settings):
     """README: under COMMHUB_LOG_FORMAT=json every line the hub prints is one JSON object; its
     workers (`make run` starts both) report what they did, and that line is JSON too."""

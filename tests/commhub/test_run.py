@@ -116,6 +116,7 @@ def test_a_bad_option_is_refused_before_anything_starts():
     assert ran.returncode == 2 and "invalid int value" in ran.stderr
 
 
+@pytest.mark.slow  # a process of its own: seconds
 @pytest.mark.parametrize(
     ("worker", "says"),
     [

@@ -30,6 +30,7 @@ def page_through(actor, channel_id: str, *, limit: int, after: int = 0) -> tuple
         after = read["next_after"]
 
 
+@pytest.mark.slow  # a thousand posts: seconds
 @pytest.mark.django_db
 def test_paging_through_1000_posts_loses_and_repeats_nothing(agent):
     channel_id = group(agent)

@@ -49,6 +49,7 @@ def at_the_size_limit(word: str, *, near_the_end: str = "") -> str:
     return text + " " * (limits.MESSAGE_BYTES_DEFAULT - len(text.encode()))
 
 
+@pytest.mark.slow  # a hundred posts of 64 KiB indexed: seconds
 def test_a_hundred_hits_at_the_size_limit_answer_within_half_a_second_marking_the_match_at_the_end(agent):
     text = at_the_size_limit("somewhere", near_the_end="Needle")
     assert len(text.encode()) == limits.MESSAGE_BYTES_DEFAULT
@@ -82,6 +83,7 @@ def _phrases(words: list[str]) -> str:
     )
 
 
+@pytest.mark.slow  # a hundred posts of 64 KiB indexed: seconds
 @pytest.mark.parametrize(
     ("repeated", "near_the_end", "query", "snippet_starts"),
     [
@@ -128,6 +130,7 @@ def test_the_worst_queries_over_a_hundred_posts_at_the_size_limit_answer_within_
     assert took < 0.5, f"100 hits at the size limit took {took:.2f} s"
 
 
+@pytest.mark.slow  # a hundred posts of 64 KiB indexed: seconds
 def test_a_hundred_posts_in_many_scripts_answer_within_half_a_second(agent):
     """Each post its own mix of capitals and accented letters of several scripts: every character of
     it must be mapped (folded) one by one, the costliest text there is to look through (issue 24)."""
