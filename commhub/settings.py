@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "hub_search",
     "hub_webhooks",
     "hub_approvals",
+    "hub_schedules",
     "hub_tools",
     "hub_api",
     "hub_mcp",
