@@ -36,3 +36,35 @@ class NodeUpdated(EventPayload):
     slots_total: int | None
     slots_used: int | None
     linked: list[str]
+
+
+@dataclass(frozen=True)
+class NodeCommandSent(EventPayload):
+    """To a node, through the feeds of the agents it hosts (node_command): do this, then answer with
+    node_command_ack. alias: the agent it is for (none: the node); value: set_concurrency's tasks or
+    tail's lines."""
+
+    event_type = EventType.NODE_COMMAND
+    touches = (Touch("fleet", audience=True), Touch("nodes"))
+
+    command_id: str
+    node_id: str
+    kind: str
+    alias: str | None
+    task_id: str | None
+    value: int | None
+
+
+@dataclass(frozen=True)
+class NodeCommandUpdated(EventPayload):
+    """To the operators: a command was answered (done, failed with the node's reason) or expired."""
+
+    event_type = EventType.NODE_COMMAND_UPDATED
+    touches = (Touch("fleet", keys=("alias",)), Touch("nodes"))
+
+    command_id: str
+    node_id: str
+    kind: str
+    alias: str | None
+    status: str
+    reason: str | None

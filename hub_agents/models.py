@@ -229,6 +229,81 @@ class Node(models.Model):
         return self.node_name or self.node_id
 
 
+def new_command_id() -> str:
+    return f"cmd_{secrets.token_hex(8)}"
+
+
+class CommandKind(models.TextChoices):
+    """What an operator asks a node to do (node_command). Which need an alias, a task or a value:
+    COMMAND_NEEDS."""
+
+    PAUSE = "pause", "Take no new task (an agent, or the whole node)"
+    RESUME = "resume", "Take tasks again (an agent, or the whole node)"
+    STOP = "stop", "Stop a running task's process now"
+    RESTART_SESSION = "restart_session", "Forget an agent's session: its next task starts fresh"
+    DRAIN = "drain", "The node takes no new task and ends once its runs are done"
+    SET_CONCURRENCY = "set_concurrency", "Change how many tasks an agent takes at once"
+    TAIL = "tail", "The last lines a run printed, secrets redacted"
+
+
+# Per kind: whether the command names an agent (alias), a running task (task_id) and a value
+# (concurrency, or tail's line count): "required", "optional" or "refused".
+COMMAND_NEEDS: dict[str, dict[str, str]] = {
+    CommandKind.PAUSE: {"alias": "optional", "task_id": "refused", "value": "refused"},
+    CommandKind.RESUME: {"alias": "optional", "task_id": "refused", "value": "refused"},
+    CommandKind.STOP: {"alias": "optional", "task_id": "required", "value": "refused"},
+    CommandKind.RESTART_SESSION: {"alias": "required", "task_id": "refused", "value": "refused"},
+    CommandKind.DRAIN: {"alias": "refused", "task_id": "refused", "value": "refused"},
+    CommandKind.SET_CONCURRENCY: {"alias": "required", "task_id": "refused", "value": "required"},
+    CommandKind.TAIL: {"alias": "optional", "task_id": "required", "value": "optional"},
+}
+
+
+class CommandStatus(models.TextChoices):
+    SENT = "sent"
+    DONE = "done"
+    FAILED = "failed"  # the node said why: reason
+    EXPIRED = "expired"  # the node did not acknowledge it in time (offline?)
+
+
+# The one table of allowed moves: a command is answered once, by the node or by the sweep.
+COMMAND_TRANSITIONS: dict[str, frozenset[str]] = {
+    CommandStatus.SENT: frozenset({CommandStatus.DONE, CommandStatus.FAILED, CommandStatus.EXPIRED}),
+    CommandStatus.DONE: frozenset(),
+    CommandStatus.FAILED: frozenset(),
+    CommandStatus.EXPIRED: frozenset(),
+}
+
+
+class NodeCommand(models.Model):
+    """A command sent to a node through its agents' event feeds, and what the node answered."""
+
+    command_id = models.CharField(max_length=40, unique=True, default=new_command_id, editable=False)
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="node_commands")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="commands")
+    kind = models.CharField(max_length=20, choices=CommandKind.choices)
+    alias = models.CharField(max_length=200, null=True, blank=True, help_text="The agent it is for; none: the node.")
+    # A plain id, not a foreign key: tasks live above this app (hub_tasks); the node knows its runs.
+    task_id = models.CharField(max_length=200, null=True, blank=True)
+    value = models.PositiveIntegerField(null=True, blank=True, help_text="set_concurrency's tasks, tail's lines.")
+    status = models.CharField(max_length=10, choices=CommandStatus.choices, default=CommandStatus.SENT)
+    reason = models.TextField(null=True, blank=True, help_text="Why it failed or expired.")
+    lines = models.JSONField(null=True, blank=True, help_text="tail: the run's last lines, redacted by the node.")
+    sent_by = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField(help_text="Expired by the sweep if still sent then.")
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["network", "-created_at"], name="command_network_newest"),
+            models.Index(fields=["status", "expires_at"], name="command_status_expires"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.command_id} ({self.status})"
+
+
 class AuditEntry(models.Model):
     """Who did what to whom: written in the same transaction as the action, never holding a secret."""
 
@@ -258,6 +333,7 @@ class AuditEntry(models.Model):
         WEBHOOK_CHANGED = "webhook.changed"
         WEBHOOK_DELETED = "webhook.deleted"
         WEBHOOK_DISABLED = "webhook.disabled"
+        NODE_COMMAND_SENT = "node.command_sent"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.
     # Empty for what happens outside any network (a login lockout): superusers see it in the admin.

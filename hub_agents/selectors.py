@@ -23,6 +23,7 @@ from hub_agents.models import (
     Membership,
     Network,
     Node,
+    NodeCommand,
     Role,
     SessionStatus,
 )
@@ -371,3 +372,41 @@ def tokens_losing_access(*, actor: Actor, network_id: str) -> LosingAccess:
         agents=[alias for alias, bound in covered.items() if not bound],
         unattributed=sorted(reported.get(None, {})),
     )
+
+
+def command_row(command: NodeCommand) -> dict[str, Any]:
+    """A command to a node as node_command, node_command_ack and node_commands answer it."""
+    return {
+        "command_id": command.command_id,
+        "network_id": command.network_id,
+        "node_id": command.node.node_id,
+        "kind": command.kind,
+        "alias": command.alias,
+        "task_id": command.task_id,
+        "value": command.value,
+        "status": command.status,
+        "reason": command.reason,
+        "lines": command.lines,
+        "sent_by": command.sent_by,
+        "created_at": timestamp(command.created_at),
+        "expires_at": timestamp(command.expires_at),
+        "answered_at": timestamp(command.answered_at) if command.answered_at else None,
+    }
+
+
+def node_command_list(
+    *,
+    actor: Actor,
+    network_id: str | None = None,
+    node_id: str | None = None,
+    command_id: str | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """node_commands: the commands sent to the nodes of the actor's networks, newest first (a node's,
+    or one by its id)."""
+    commands = NodeCommand.objects.filter(network_id__in=actor.readable_networks(network_id)).select_related("node")
+    if node_id is not None:
+        commands = commands.filter(node__node_id=node_id)
+    if command_id is not None:
+        commands = commands.filter(command_id=command_id)
+    return [command_row(command) for command in commands.order_by("-created_at", "-id")[:limit]]

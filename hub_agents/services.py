@@ -14,23 +14,30 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from hub_agents import actor_cache, identity
+from hub_agents import actor_cache, identity, limits
 from hub_agents.actors import DASHBOARD_SENDER, Actor
 from hub_agents.audit import SYSTEM, audit_record
+from hub_agents.events import NodeCommandSent, NodeCommandUpdated
 from hub_agents.models import (
+    COMMAND_NEEDS,
+    COMMAND_TRANSITIONS,
     AgentSession,
     ApiToken,
     AuditEntry,
+    CommandKind,
+    CommandStatus,
     IdentityPolicy,
     Membership,
     Network,
     Node,
+    NodeCommand,
     Role,
     SessionStatus,
     ToolProfile,
 )
+from hub_agents.selectors import offline_cutoff
 from hub_core import logcontext, validate
-from hub_core.errors import HubError
+from hub_core.errors import HubError, invalid_argument, permission_denied
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last-used write per token a minute
@@ -484,4 +491,187 @@ def node_updated_event(node: Node, *, linked: list[str]) -> HubEvent:
             "slots_used": node.slots_used,
             "linked": linked,
         },
+    )
+
+
+# --- commands to nodes (node_command, node_command_ack)
+
+
+def _command_arguments(kind: str, given: dict[str, Any]) -> None:
+    """Each kind takes what COMMAND_NEEDS says: a required one missing, or a refused one given, is
+    refused by name."""
+    for name, need in COMMAND_NEEDS[kind].items():
+        if need == "required" and given[name] is None:
+            raise invalid_argument(name, f"is required for a {kind} command", kind="required")
+        if need == "refused" and given[name] is not None:
+            raise invalid_argument(name, f"is not taken by a {kind} command; leave it out")
+    value = given["value"]
+    if kind == CommandKind.SET_CONCURRENCY and not 1 <= value <= limits.CONCURRENT_MAX:
+        raise invalid_argument("value", f"must be from 1 to {limits.CONCURRENT_MAX} tasks at once for set_concurrency")
+    if kind == CommandKind.TAIL and value is not None and not 1 <= value <= limits.TAIL_LINES_MAX:
+        raise invalid_argument("value", f"must be from 1 to {limits.TAIL_LINES_MAX} lines for tail")
+
+
+def _hosted(node: Node) -> list[str]:
+    return sorted({agent["alias"] for agent in node.agents or ()})
+
+
+@sealed_atomic
+def node_command_send(
+    *,
+    actor: Actor,
+    node_id: str,
+    kind: str,
+    alias: str | None = None,
+    task_id: str | None = None,
+    value: int | None = None,
+    network_id: str | None = None,
+) -> NodeCommand:
+    """node_command: owners and admins send a node a command (pause, resume, stop, restart_session,
+    drain, set_concurrency, tail), audited, and pushed after commit to the feeds of the agents it is
+    for (the node reads them). A node known to be offline is refused: the command would only expire."""
+    network = actor.writable_network(network_id)
+    if not actor.can_administer(network):
+        raise permission_denied(f"Only owners and admins of network {network} may command its nodes.")
+    _command_arguments(kind, {"alias": alias, "task_id": task_id, "value": value})
+    if kind == CommandKind.TAIL and value is None:
+        value = limits.TAIL_LINES_DEFAULT
+    node = Node.objects.filter(network_id=network, node_id=node_id).first()
+    if node is None:
+        raise HubError(
+            "node_not_found", f"No node {node_id!r} reported in network {network}; see list_nodes.", status=404
+        )
+    now = timezone.now()
+    hosted = _hosted(node)
+    if node.last_seen_at < offline_cutoff(now) or not hosted:
+        raise HubError(
+            "node_offline",
+            f"Node {node_id} is offline (last seen {node.last_seen_at:%Y-%m-%d %H:%M:%S} UTC"
+            f"{'' if hosted else ', hosting no agent'}): a command would expire unanswered. Start "
+            "commhub-agent node there, then send it again.",
+            status=409,
+        )
+    if alias is not None and alias not in hosted:
+        raise HubError(
+            "agent_not_found", f"Node {node_id} hosts no agent {alias!r}; it hosts {', '.join(hosted)}.", status=404
+        )
+    command = NodeCommand.objects.create(
+        network_id=network,
+        node=node,
+        kind=kind,
+        alias=alias,
+        task_id=task_id,
+        value=value,
+        sent_by=actor.label,
+        created_at=now,
+        expires_at=now + timedelta(seconds=limits.COMMAND_ACK_SECONDS),
+    )
+    audit_record(
+        network_id=network,
+        action=AuditEntry.Action.NODE_COMMAND_SENT,
+        actor=actor.label,
+        target=f"node {node_id}",
+        command_id=command.command_id,
+        kind=kind,
+        alias=alias,
+        task_id=task_id,
+        value=value,
+    )
+    payload = NodeCommandSent(
+        command_id=command.command_id, node_id=node_id, kind=kind, alias=alias, task_id=task_id, value=value
+    )
+    # Node-wide commands go to every agent's feed it hosts: it reads each, and acts on a command once.
+    publish(HubEvent(type=EventType.NODE_COMMAND, network_id=network, audience=(alias,) if alias else tuple(hosted),
+                     payload=payload))  # fmt: skip
+    return command
+
+
+def require_network_token_for_ack(actor: Actor) -> None:
+    """node_command_ack is a node's answer, sent with the network token its agents use."""
+    if not actor.network_bound:
+        raise HubError(
+            "network_token_required",
+            "node_command_ack is the node's answer: call it with the network token (ntok_…) its agents use.",
+            status=403,
+        )
+
+
+@sealed_atomic
+def node_command_ack(
+    *,
+    actor: Actor,
+    command_id: str,
+    ok: bool,
+    reason: str | None = None,
+    lines: list[str] | None = None,
+    network_id: str | None = None,
+) -> NodeCommand:
+    """node_command_ack: the node answers a command, done (ok) or failed with its reason; tail's lines
+    with it. Only the node's own token: it must speak for the agents the command went to."""
+    require_network_token_for_ack(actor)
+    network = actor.writable_network(network_id)
+    command = (
+        NodeCommand.objects.select_for_update().select_related("node")
+        .filter(network_id=network, command_id=command_id).first()
+    )  # fmt: skip
+    if command is None:
+        raise HubError("command_not_found", f"No command {command_id!r} in network {network}.", status=404)
+    for alias in [command.alias] if command.alias else _hosted(command.node):
+        identity.speak_as(actor, network, alias)
+    status = CommandStatus.DONE if ok else CommandStatus.FAILED
+    if status not in COMMAND_TRANSITIONS[command.status]:
+        raise HubError(
+            "command_answered",
+            f"Command {command_id} is {command.status} already"
+            f"{f' ({command.reason})' if command.reason else ''}; send a new one if it is still needed.",
+            status=409,
+        )
+    command.status, command.answered_at = status, timezone.now()
+    command.reason = None if ok else (reason or "the node gave no reason")
+    command.lines = [line[: limits.TAIL_LINE_MAX] for line in lines] if lines is not None else None
+    command.save(update_fields=["status", "answered_at", "reason", "lines"])
+    publish(node_command_updated_event(command))
+    return command
+
+
+def node_commands_expire_due(*, now: datetime | None = None) -> int:
+    """The sweep: commands no node acknowledged in time expire, each once under its row lock (any
+    number of sweepers may run). Answers how many expired."""
+    now = now or timezone.now()
+    due = list(
+        NodeCommand.objects.filter(status=CommandStatus.SENT, expires_at__lte=now).values_list("pk", flat=True)[:500]
+    )
+    expired = 0
+    for pk in due:
+        with sealed_atomic():
+            command = (
+                NodeCommand.objects.select_for_update().select_related("node")
+                .filter(pk=pk, status=CommandStatus.SENT).first()
+            )  # fmt: skip
+            if command is None:
+                continue  # answered or expired by another sweeper meanwhile
+            command.status, command.answered_at = CommandStatus.EXPIRED, now
+            command.reason = (
+                f"node {command.node.node_id} did not acknowledge within {limits.COMMAND_ACK_SECONDS} s "
+                f"(last seen {command.node.last_seen_at:%Y-%m-%d %H:%M:%S} UTC): it is offline or unreachable"
+            )
+            command.save(update_fields=["status", "answered_at", "reason"])
+            publish(node_command_updated_event(command))
+            expired += 1
+    return expired
+
+
+def node_command_updated_event(command: NodeCommand) -> HubEvent:
+    return HubEvent(
+        type=EventType.NODE_COMMAND_UPDATED,
+        network_id=command.network_id,
+        audience=(),
+        payload=NodeCommandUpdated(
+            command_id=command.command_id,
+            node_id=command.node.node_id,
+            kind=command.kind,
+            alias=command.alias,
+            status=command.status,
+            reason=command.reason,
+        ),
     )

@@ -20,4 +20,7 @@ urlpatterns = [
     # Beyond the contract: the machines agents run on (issue 25).
     route("nodes", Operation("get", "list_nodes"), tag="nodes"),
     route("nodes/report", Operation("post", "report_node"), tag="nodes"),
+    # Commands to nodes (issue 28): sent by owners and admins, answered by the node.
+    route("nodes/commands", Operation("get", "node_commands"), Operation("post", "node_command"), tag="nodes"),
+    route("nodes/commands/<str:command_id>/ack", Operation("post", "node_command_ack"), tag="nodes"),
 ]

@@ -67,6 +67,8 @@ class EventType(StrEnum):
     CHANNEL_POST = "channel_post"
     WEBHOOK_DISABLED = "webhook_disabled"
     NODE_UPDATED = "node_updated"
+    NODE_COMMAND = "node_command"
+    NODE_COMMAND_UPDATED = "node_command_updated"
 
 
 # Each event type's payload is declared by the app that publishes it (its `events.py`: one frozen

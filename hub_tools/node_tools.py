@@ -4,6 +4,9 @@ A node is one machine's supervisor, `commhub-agent node`, hosting the agents its
 report_node is its own heartbeat (host, OS, runtimes, the agents it hosts, its slots); each agent
 still sends its own report_status, with the node's node_id. list_nodes is what the fleet page's
 node strip shows, for REST and MCP alike.
+
+Commands (issue 28): node_command (owners and admins) sends a node a command through its agents'
+event feeds, node_command_ack is the node's answer, node_commands lists them with their states.
 """
 
 from __future__ import annotations
@@ -12,8 +15,15 @@ from dataclasses import replace
 from typing import Any
 
 from hub_agents import limits
-from hub_agents.selectors import node_list
-from hub_agents.services import node_report, require_network_token_for_node
+from hub_agents.models import CommandKind, NodeCommand
+from hub_agents.selectors import command_row, node_command_list, node_list
+from hub_agents.services import (
+    node_command_ack,
+    node_command_send,
+    node_report,
+    require_network_token_for_ack,
+    require_network_token_for_node,
+)
 from hub_tools import args as A
 from hub_tools import params as P
 from hub_tools.schema import result, rows
@@ -26,6 +36,14 @@ def _node_id(node_id: str) -> dict[str, Any]:
 
 def _nodes(found: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodes": found}
+
+
+def _command(command: NodeCommand) -> dict[str, Any]:
+    return {"command": command_row(command)}
+
+
+def _commands(found: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"commands": found}
 
 
 def specs() -> list[Tool]:
@@ -92,6 +110,71 @@ def specs() -> list[Tool]:
             service=node_list,
             render=_nodes,
             output=result(nodes=rows("By network, then name.")),
+            read_only=True,
+        ),
+        Tool(
+            name="node_command",
+            title="Send a node a command",
+            description=(
+                "Owners and admins: pause or resume intake (an agent, or the node), stop a running task's "
+                "process, restart_session (an agent's next task starts fresh), drain the node, "
+                "set_concurrency (an agent), tail (a run's last lines, secrets redacted). The node answers "
+                f"within {limits.COMMAND_ACK_SECONDS} s or the command expires; node_commands shows its state."
+            ),
+            params={
+                "node_id": P.identifier("The node (list_nodes).", required=True),
+                "kind": P.choice("What to do.", CommandKind.values, required=True),
+                "alias": P.identifier("The agent it is for; left out: the node (pause, resume, stop, tail)."),
+                "task_id": P.identifier("The running task (stop, tail)."),
+                "value": P.whole(
+                    f"set_concurrency: tasks at once; tail: lines (default {limits.TAIL_LINES_DEFAULT}).",
+                    low=1,
+                    high=max(limits.CONCURRENT_MAX, limits.TAIL_LINES_MAX),
+                ),
+                "network_id": A.NETWORK_ID,
+            },
+            service=node_command_send,
+            render=_command,
+            output=result(command={"type": "object"}),
+            destructive=True,
+        ),
+        Tool(
+            name="node_command_ack",
+            title="Acknowledge a node command",
+            description=(
+                "A node answers a command it was sent (node_command): ok, or not with its reason; tail's "
+                "lines with it. Needs the node's network token."
+            ),
+            params={
+                "command_id": P.identifier("The command (its node_command event).", required=True),
+                "ok": required(P.flag("Done (true) or failed (false, with reason).")),
+                "reason": P.text("Why it failed."),
+                "lines": P.text_list(
+                    "tail: the run's last lines, redacted.",
+                    max_items=limits.TAIL_LINES_MAX,
+                    max_len=limits.TAIL_LINE_MAX,
+                ),
+                "network_id": A.NETWORK_ID,
+            },
+            service=node_command_ack,
+            render=_command,
+            guard=require_network_token_for_ack,
+            output=result(command={"type": "object"}),
+            idempotent=True,
+        ),
+        Tool(
+            name="node_commands",
+            title="List node commands",
+            description="Commands sent to nodes, newest first, with their state: sent, done, failed (why), expired.",
+            params={
+                "node_id": P.identifier("Only this node's."),
+                "command_id": P.identifier("Only this one."),
+                "limit": A.limit("commands", limits.COMMANDS_PAGE_MAX, 50),
+                "network_id": A.NETWORK_ID,
+            },
+            service=node_command_list,
+            render=_commands,
+            output=result(commands=rows("Newest first.")),
             read_only=True,
         ),
     ]

@@ -69,6 +69,9 @@ channel_read = _tool("channel_read")
 # Beyond the contract: nodes.
 report_node = _tool("report_node")
 list_nodes = _tool("list_nodes")
+node_command = _tool("node_command")
+node_command_ack = _tool("node_command_ack")
+node_commands = _tool("node_commands")
 
 
 def send_task_id(actor: Actor, task: str, *, alias: str = "coder", from_session: str = "lead", **extra: Any) -> str:

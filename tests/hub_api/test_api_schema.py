@@ -70,6 +70,9 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     # Beyond the contract: nodes.
     "report_node": ("/api/v1/nodes/report", "post", "200", ["node_id"]),
     "list_nodes": ("/api/v1/nodes", "get", "200", None),
+    "node_command": ("/api/v1/nodes/commands", "post", "200", ["node_id", "kind"]),
+    "node_command_ack": ("/api/v1/nodes/commands/{command_id}/ack", "post", "200", ["ok"]),
+    "node_commands": ("/api/v1/nodes/commands", "get", "200", None),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
     # Beyond the tools: webhooks, for owners and admins (REST only).
@@ -104,6 +107,7 @@ QUERY_PARAMETERS = {
     "webhook_list": {"network_id"},
     "webhook_deliveries": {"limit"},
     "list_nodes": {"network_id"},
+    "node_commands": {"node_id", "command_id", "limit", "network_id"},
     "whoami": set(),
 }
 REFUSALS = ["400", "401", "403", "404", "409"]

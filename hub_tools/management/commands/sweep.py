@@ -1,6 +1,7 @@
 """`manage.py sweep`: settle every network's due tasks (deadlines, lapsed leases, retries), expire
-the approvals nobody decided in time, delete channel posts past their age limit and replay keys
-older than hub_tools.models.REPLAY_KEY_DAYS (7 days), now and then.
+the approvals nobody decided in time and the node commands no node acknowledged, delete channel
+posts past their age limit and replay keys older than hub_tools.models.REPLAY_KEY_DAYS (7 days),
+now and then.
 
 Reads already settle what they show (hub_tasks.lifecycle.tasks_expire_due), so nothing needs this to
 be correct; it makes things happen on time when nobody reads: a sender hears of a lost lease, a
@@ -21,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
 from hub_agents.models import Network
+from hub_agents.services import node_commands_expire_due
 from hub_approvals.services import approvals_expire_due
 from hub_channels.services import channels_retention_sweep
 from hub_tasks.lifecycle import tasks_expire_due
@@ -61,14 +63,17 @@ class Command(BaseCommand):
         networks = list(Network.objects.values_list("pk", flat=True))
         settled = tasks_expire_due(network_ids=networks)
         expired = approvals_expire_due(network_ids=networks)
+        commands = node_commands_expire_due()
         aged = channels_retention_sweep()
         keys = replay_keys_prune()
-        if (settled or expired or aged or keys) and verbosity >= 1:
+        if (settled or expired or commands or aged or keys) and verbosity >= 1:
             # Logged, not written to stdout: under COMMHUB_LOG_FORMAT=json every line is a JSON object.
             logger.info(
-                "settled %s tasks, expired %s approvals, deleted %s aged posts and %s old replay keys",
+                "settled %s tasks, expired %s approvals and %s node commands, deleted %s aged posts and %s old "
+                "replay keys",
                 settled,
                 expired,
+                commands,
                 aged,
                 keys,
             )
