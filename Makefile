@@ -30,9 +30,10 @@ run: setup
 
 # The whole suite on two workers (pytest-xdist: each has its own test database). The longest kinds
 # start first (tests/plugins/markers.py) and an idle worker takes half of the other's queue
-# (worksteal), so neither waits on the other's minutes-long tests. `.venv/bin/pytest path` runs a part.
+# (worksteal), so neither waits on the other's minutes-long tests; the 25 longest are named at the end,
+# and the compiled tests are kept as test-fast keeps them. `.venv/bin/pytest path` runs a part.
 test: setup
-	$(PY) -m pytest -n 2 --dist worksteal
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist worksteal --durations=25
 
 # The inner loop: unit, service and in-process HTTP/websocket tests on every core (pytest-xdist; each
 # worker has its own test database), and the wall time it took, start to end. `make test` runs the
