@@ -102,7 +102,7 @@ def schedule_create(
     required_skills: list[str] | None = None,
     cron: str | None = None,
     interval_seconds: int | None = None,
-    time_zone: str = "UTC",
+    time_zone: str | None = None,
     missed: str = Missed.CATCH_UP_ONCE,
     overlap: str = Overlap.SKIP,
     priority: str = Priority.NORMAL,
@@ -112,11 +112,12 @@ def schedule_create(
     max_attempts: int = 1,
     budget_usd: float | None = None,
     budget_tokens: int | None = None,
-    paused: bool = False,
+    paused: bool | None = False,
     network_id: str | None = None,
 ) -> Schedule:
     """schedule_create: a task template sent on a cron expression (in time_zone) or every
-    interval_seconds (from now), to an alias or to the pool by required_skills."""
+    interval_seconds (from now), to an alias or to the pool by required_skills; time_zone: UTC unless said."""
+    time_zone = time_zone or "UTC"
     network = actor.writable_network(network_id)
     _check_administer(actor, network)
     schedule_when_check(cron, interval_seconds, time_zone)
@@ -143,7 +144,7 @@ def schedule_create(
         time_zone=time_zone,
         missed=missed,
         overlap=overlap,
-        paused=paused,
+        paused=bool(paused),
         created_by=actor.label,
         created_at=timezone.now(),
     )

@@ -4,7 +4,8 @@ A model reads every tool tools/list names before it does anything, so a caller t
 needs. Each profile holds the one before it: `contract` (the contract's 17 tools), `agent` (what an
 agent at work calls beyond them: the open pool, a question to a person, a task's thread, and its
 node's own report), `lead`
-(what whoever dispatches and oversees other agents adds: answering questions, approvals, search) and
+(what whoever dispatches and oversees other agents adds: answering questions, approvals, search,
+what is scheduled) and
 `all` (every tool, channels included: the default). A token has one (ApiToken.tool_profile); a
 connection may narrow it (/mcp?tools=NAME), never widen it. Only MCP reads profiles: roles, not
 profiles, say what a caller may do, so REST and the dashboard are not narrowed.
@@ -22,7 +23,7 @@ _AGENT = (
     "get_thread",  # a task picked up from someone else
     "report_node",  # a machine's supervisor (commhub-agent node) reporting itself
 )  # fmt: skip
-_LEAD = (*_AGENT, "answer_question", "list_approvals", "decide_approval", "search")
+_LEAD = (*_AGENT, "answer_question", "list_approvals", "decide_approval", "search", "schedule_list")
 
 # Narrowest first: a profile holds every profile before it.
 _NAMED: dict[str, tuple[str, ...]] = {

@@ -27,6 +27,7 @@ from hub_tools import (
     inbox_tools,
     node_tools,
     question_tools,
+    schedule_tools,
     search_tools,
     task_tools,
 )
@@ -53,6 +54,7 @@ MODULES = (
     channel_tools,
     search_tools,
     node_tools,
+    schedule_tools,
 )
 
 

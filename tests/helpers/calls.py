@@ -72,6 +72,13 @@ list_nodes = _tool("list_nodes")
 node_command = _tool("node_command")
 node_command_ack = _tool("node_command_ack")
 node_commands = _tool("node_commands")
+# Beyond the contract: recurring schedules.
+schedule_create = _tool("schedule_create")
+schedule_list = _tool("schedule_list")
+schedule_pause = _tool("schedule_pause")
+schedule_resume = _tool("schedule_resume")
+schedule_run_now = _tool("schedule_run_now")
+schedule_delete = _tool("schedule_delete")
 
 
 def send_task_id(actor: Actor, task: str, *, alias: str = "coder", from_session: str = "lead", **extra: Any) -> str:

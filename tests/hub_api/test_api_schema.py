@@ -73,6 +73,13 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "node_command": ("/api/v1/nodes/commands", "post", "200", ["node_id", "kind"]),
     "node_command_ack": ("/api/v1/nodes/commands/{command_id}/ack", "post", "200", ["ok"]),
     "node_commands": ("/api/v1/nodes/commands", "get", "200", None),
+    # Beyond the contract: recurring schedules.
+    "schedule_list": ("/api/v1/schedules", "get", "200", None),
+    "schedule_create": ("/api/v1/schedules", "post", "201", ["name", "task"]),
+    "schedule_pause": ("/api/v1/schedules/{schedule_id}/pause", "post", "200", []),
+    "schedule_resume": ("/api/v1/schedules/{schedule_id}/resume", "post", "200", []),
+    "schedule_run_now": ("/api/v1/schedules/{schedule_id}/run", "post", "200", []),
+    "schedule_delete": ("/api/v1/schedules/{schedule_id}/delete", "post", "200", []),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
     # Beyond the tools: webhooks, for owners and admins (REST only).
@@ -86,7 +93,7 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "whoami": ("/api/v1/whoami", "get", "200", None),
 }
 # Creates with no idempotent repeat: they answer 201 and never 200.
-NOT_REPEATABLE = {"webhook_create"}
+NOT_REPEATABLE = {"webhook_create", "schedule_create"}
 QUERY_PARAMETERS = {
     "get_all_status": {"filter_status", "filter_server", "network_id", "limit", "cursor"},
     "get_session_status": {"network_id"},
@@ -108,6 +115,7 @@ QUERY_PARAMETERS = {
     "webhook_deliveries": {"limit"},
     "list_nodes": {"network_id"},
     "node_commands": {"node_id", "command_id", "limit", "network_id"},
+    "schedule_list": {"schedule_id", "network_id", "limit"},
     "whoami": set(),
 }
 REFUSALS = ["400", "401", "403", "404", "409"]
