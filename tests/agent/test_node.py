@@ -17,6 +17,7 @@ from tests.helpers.live import hub_down, hub_up, rest, wait_for
 from tests.helpers.node import (
     STANDINS,
     NodeProcess,
+    alive,
     command_agent,
     git_repository,
     node_toml,
@@ -104,18 +105,6 @@ def test_an_outage_of_the_hub_loses_no_report_and_fails_no_finished_task(live_hu
     done = completions(live_hub, dispatcher, "cmd")
     assert len(done) == len(ids) and all(sum(f"/{t}\n" in c["result"] for c in done) == 1 for t in ids), done
     assert "not sent" in node.output()  # the outbox did hold them
-
-
-def alive(task_id: str) -> bool:
-    """A process of this task's run is still going (its environment names the task)."""
-    needle = f"COMMHUB_TASK_ID={task_id}".encode()
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def test_a_killed_node_reports_what_finished_and_fails_what_ran(live_hub, dispatcher, worker, tmp_path):

@@ -148,3 +148,15 @@ def runs(log: Path) -> dict[str, int]:
         if kind == "start":
             counts[task_id] = counts.get(task_id, 0) + 1
     return counts
+
+
+def alive(task_id: str) -> bool:
+    """A process of this task's run is still going (its environment names the task)."""
+    needle = f"COMMHUB_TASK_ID={task_id}".encode()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                return True
+        except OSError:
+            continue
+    return False

@@ -60,6 +60,8 @@ class Job:
     budget_usd: float | None = None  # the node enforces both caps too; an adapter passes them on if its tool can
     budget_tokens: int | None = None
     ask: Callable[[str, list[str]], Awaitable[str]] | None = None  # ask(question, choices) -> the choice made
+    # output(line): every line the run prints, as it prints it, for the node's tail (runtimes that echo).
+    output: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -107,6 +109,8 @@ class Run(abc.ABC):
 
 class Runtime(abc.ABC):
     name: ClassVar[str]
+    # Whether its runs hand every printed line to job.output; else the node keeps their progress texts.
+    echoes: ClassVar[bool] = False
     # The options an agent's `[agents.NAME.options]` table may hold for this runtime, with their types.
     options_spec: ClassVar[dict[str, type | tuple[type, ...]]] = {}
 

@@ -38,6 +38,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ import anyio
 
 from commhub_agent import __version__
 from commhub_agent.hub import RESULT_MAX, TEXT_MAX, Backoff, Config, Hub, HubRefused, HubUnavailable, persist, truncate
+from commhub_agent.node.commands import Redactor, Tails
 from commhub_agent.node.config import (
     AgentConfig,
     NodeConfig,
@@ -126,6 +128,14 @@ class Sessions:
             self.data["sessions"][key] = session
             self.save()
 
+    def forget(self, alias: str) -> int:
+        """restart_session: the alias's sessions are forgotten, so its next task starts a fresh one."""
+        gone = [k for k in self.data["sessions"] if k == f"alias:{alias}" or k.startswith(f"chain:{alias}:")]
+        for key in gone:
+            del self.data["sessions"][key]
+        self.save()
+        return len(gone)
+
     def save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps(self.data))
@@ -142,10 +152,13 @@ class Delivery:
     last_event: float = field(default_factory=time.monotonic)
     last_text: str = "started"
     asking: int = 0  # questions open about this run: it waits for a person, it is not stalled
-    verdict: str | None = None  # why the node stopped the run: kill, retry, budget, timeout, stopped
+    # why the node stopped the run: kill, retry, budget, timeout, stopped; command (node_command stop),
+    # cancelled (cancel_task while it ran)
+    verdict: str | None = None
     reports: int = 0
     reported_at: float = 0.0  # when its progress was last reported
     workspace: Path | None = None  # its folder (worktree top or dir), never pruned while it runs
+    lines: Any = field(default_factory=list)  # its last output lines (Tails), for a tail command
 
     @property
     def task_id(self) -> str:
@@ -178,6 +191,7 @@ class Agent:
         self.pushed: list[dict[str, Any]] = []  # tasks the feed pushed, complete: run without a fetch
         self.freed = anyio.Event()
         self.sse_up = False
+        self.paused = False  # node_command pause: takes no new task until resumed
 
     @property
     def alias(self) -> str:
@@ -193,6 +207,10 @@ class Agent:
         self.config = config
         self.ring()
         self.freed.set()
+
+    @property
+    def held(self) -> bool:
+        return self.paused or self.node.paused
 
     def retire(self) -> None:
         """Take no new task (removed from the config, or the node drains); end once idle."""
@@ -210,7 +228,7 @@ class Agent:
             async with anyio.create_task_group() as work:
                 while not (self.node.stopping or self.retiring):
                     slots = self.config.concurrency - len(self.running)
-                    if slots <= 0:
+                    if slots <= 0 or self.held:  # full, or paused by a command: wait for a change
                         with anyio.move_on_after(30):
                             await self.freed.wait()
                         self.freed = anyio.Event()
@@ -238,7 +256,15 @@ class Agent:
                     self.sse_up = True
                     backoff.reset()
                     payload = frame.get("payload") or {}
-                    if kind == "new_task" and PUSHED_KEYS <= payload.keys():
+                    if kind == "node_command":
+                        self.node.command(payload)
+                    elif kind == "task_updated" and payload.get("to_status") == "cancelled":
+                        # cancel_task on a running task stops its process too (beside the feed: a stop
+                        # waits out its grace period)
+                        self.node.group.start_soon(
+                            partial(self.node.stop_run, payload.get("task_id"), verdict="cancelled")
+                        )
+                    elif kind == "new_task" and PUSHED_KEYS <= payload.keys():
                         self.pushed.append(
                             {"id": payload["message_id"], **{k: payload[k] for k in PUSHED_KEYS - {"message_id"}}}
                         )
@@ -345,16 +371,19 @@ class Agent:
             resume = self.node.sessions.get(session_key)
             if session_key:
                 self.sessions_in_use.add(session_key)
+        env = self.environment(delivery, config)
+        delivery.lines = self.node.tails.open(delivery.task_id, Redactor.for_run(env, self.node.hub_token))
         job = Job(
             task_id=delivery.task_id,
             alias=self.alias,
             prompt=task.get("content") or "",
             cwd=workspace.path,
-            env=self.environment(delivery, config),
+            env=env,
             resume=resume,
             budget_usd=task.get("budget_usd") or config.budget_usd,
             budget_tokens=task.get("budget_tokens") or config.budget_tokens,
             ask=lambda question, choices: self.node.ask(delivery, question, choices),
+            output=delivery.lines.append if runtime.echoes else None,
         )
         if task.get("context"):
             job.prompt += f"\n\nContext:\n{task['context']}"
@@ -389,6 +418,8 @@ class Agent:
                         self.report_status(delivery, status="working", progress=0, session_id=event.session)
                     elif isinstance(event, Progress):
                         delivery.last_text = event.text[:300]
+                        if not runtime.echoes:
+                            delivery.lines.append(event.text)
                         self.report_progress(delivery, event)
                     elif isinstance(event, UsageSoFar):
                         if over_budget(event.usage, job) and delivery.verdict is None:
@@ -500,7 +531,7 @@ class Agent:
         minutes = round((time.monotonic() - delivery.started) / 60, 3)
         usage = finished.usage
         text = finished.text or "(no output)"
-        if not finished.ok and delivery.verdict in ("kill", "timeout", "stopped"):
+        if not finished.ok and delivery.verdict in ("kill", "timeout", "stopped", "command", "cancelled"):
             text = stop_text(delivery, self.alias, self.config.timeout, self.node.stop_reason) + f"\n{text}"
         if workspace:
             branch = workspace["branch"] or f"none (detached HEAD; kept in {workspace.get('workspace')})"
@@ -570,6 +601,10 @@ def stop_text(delivery: Delivery, alias: str, timeout: float | None, reason: str
         return f"failed: timed out after {timeout:g} s on {alias}; it was stopped"
     if delivery.verdict == "kill":
         return f"failed: stopped by the operator's answer to a stall on {alias}"
+    if delivery.verdict == "command":
+        return f"failed: stopped on {alias} by an operator's command (node_command stop)"
+    if delivery.verdict == "cancelled":
+        return f"cancelled: task {delivery.task_id} was cancelled while it ran on {alias}; its run was stopped"
     return (
         f"failed: {reason} before task {delivery.task_id} finished; it was not run to the end and will not "
         "be run again by itself: retry_task sends it again"
@@ -590,6 +625,10 @@ class Node:
         self.changed = anyio.Event()
         self.versions: dict[str, str | None] = {}
         self.token: TokenIdentity | None = None  # who the hub says the token is; None: not said
+        self.hub_token = token  # never printed: a tail redacts it
+        self.tails = Tails()
+        self.paused = False  # node_command pause without an alias: no agent takes a new task
+        self.commands_seen: set[str] = set()  # a node-wide command arrives once per agent's feed
 
     async def admitted(self) -> bool:
         """Whether the token may act as every agent of the config, as the hub says (waiting while it is
@@ -695,6 +734,101 @@ class Node:
         answer.ready.set()
         return True
 
+    # --- the hub's commands (node_command): carried out, then acknowledged with node_command_ack
+
+    def command(self, payload: dict[str, Any]) -> None:
+        """A node_command event from an agent's feed: carried out once (a node-wide one comes through
+        every agent's feed), beside everything else."""
+        command_id = payload.get("command_id")
+        if not command_id or command_id in self.commands_seen or payload.get("node_id") != self.config.name:
+            return
+        self.commands_seen.add(command_id)
+        self.group.start_soon(self.carry_out, payload)
+
+    async def carry_out(self, payload: dict[str, Any]) -> None:
+        kind, alias = payload["kind"], payload.get("alias")
+        try:
+            reason, lines = await self.obey(kind, alias, payload.get("task_id"), payload.get("value"))
+        except Exception as exc:  # a command that breaks is answered failed, never breaks the node
+            reason, lines = f"the node failed carrying it out: {exc!r}", None
+        log(f"command {payload['command_id']}: {kind} {alias or 'node'}: {reason or 'done'}")
+        fields: dict[str, Any] = {"command_id": payload["command_id"], "ok": reason is None}
+        if reason is not None:
+            fields["reason"] = reason
+        if lines is not None:
+            fields["lines"] = lines
+        try:
+            answer = await self.retry(lambda: self.hub.call("node_command_ack", **fields))
+        except HubRefused as exc:
+            log(f"command {payload['command_id']}: the hub refused its acknowledgement ({exc})")
+            return
+        if not answer.get("ok"):
+            log(f"command {payload['command_id']}: acknowledgement refused: {answer.get('error')}")
+
+    async def obey(
+        self, kind: str, alias: str | None, task_id: str | None, value: int | None
+    ) -> tuple[str | None, list[str] | None]:
+        """Does what the command says; answers (why it failed or None, tail's lines)."""
+        agent = self.agents.get(alias) if alias else None
+        if alias and agent is None:
+            return f"no agent {alias} runs on node {self.config.name}", None
+        if kind in ("pause", "resume"):
+            held = kind == "pause"
+            if agent is not None:
+                agent.paused = held
+            else:  # the node: a node-wide resume resumes its agents paused one by one too
+                self.paused = held
+                for each in self.agents.values():
+                    each.paused = each.paused and held
+            for each in [agent] if agent else self.agents.values():
+                if held:
+                    each.fetching.cancel()  # a get_inbox under way takes nothing more
+                each.ring()
+                each.freed.set()
+            self.changed.set()
+            return None, None
+        if kind == "stop":
+            stopped = await self.stop_run(task_id, verdict="command", alias=alias)
+            return (None if stopped else f"no run of task {task_id} on {alias or self.config.name}"), None
+        if kind == "restart_session":
+            assert agent is not None
+            self.sessions.forget(agent.alias)
+            return None, None
+        if kind == "drain":
+            log("command: drain: taking no new task; running ones finish, then the node stops")
+            self.stopping, self.stop_reason = True, "node drained by a command"
+            for each in self.agents.values():
+                each.retire()
+            self.changed.set()
+            return None, None
+        if kind == "set_concurrency":
+            assert agent is not None and value is not None
+            agent.config = dataclasses.replace(agent.config, concurrency=value)
+            agent.ring()
+            agent.freed.set()
+            self.changed.set()
+            return None, None
+        if kind == "tail":
+            lines = self.tails.last(task_id or "", value or 50)
+            if lines is None:
+                return f"no run of task {task_id} on node {self.config.name}", None
+            return None, lines
+        return f"this node does not know the command {kind!r} (commhub-agent {__version__})", None
+
+    async def stop_run(self, task_id: str | None, *, verdict: str, alias: str | None = None) -> bool:
+        """Stops the run of `task_id` here now (its process group), failing its task with `verdict`'s
+        words; False if no run of it is here."""
+        for agent in list(self.agents.values()):
+            if alias and agent.alias != alias:
+                continue
+            for delivery in list(agent.running.values()):
+                if delivery.task.get("task_id") == task_id and delivery.run is not None:
+                    if delivery.verdict is None:
+                        delivery.verdict = verdict
+                    await delivery.run.stop()
+                    return True
+        return False
+
     # --- the node as a whole
 
     def slots_changed(self) -> None:
@@ -719,6 +853,7 @@ class Node:
         )
         self.recover()
         async with anyio.create_task_group() as group:
+            self.group = group
             group.start_soon(self.outbox.send_forever, self.hub)
             group.start_soon(self.on_signals, group)
             group.start_soon(self.report_node_forever)
@@ -881,6 +1016,7 @@ class Node:
                 "runtime": a.config.runtime,
                 "concurrency": a.config.concurrency,
                 "running": len(a.running),
+                "paused": a.held or self.stopping,
             }
             for a in self.agents.values()
         ]

@@ -25,6 +25,7 @@ STDERR_TAIL = 2_000
 
 class CommandRuntime(Runtime):
     name = "command"
+    echoes = True
     options_spec: ClassVar[dict[str, type | tuple[type, ...]]] = {}
 
     def __init__(self, options: dict[str, Any], *, key: str = "options", command: tuple[str, ...] = ()) -> None:
@@ -83,6 +84,7 @@ class CommandRun(Run):
         assert self.process.stdout is not None
         async with send:
             async for line in lines(self.process.stdout):
+                self._echo(line)
                 match = PROGRESS.match(line)
                 if match is None:
                     output.append(line)
@@ -93,6 +95,11 @@ class CommandRun(Run):
     async def _read_stderr(self, errors: list[str]) -> None:
         assert self.process.stderr is not None
         async for line in lines(self.process.stderr):
+            self._echo(line)
             errors.append(line)
             if len(errors) > 400:
                 del errors[:200]
+
+    def _echo(self, line: str) -> None:
+        if self.job.output is not None:
+            self.job.output(line)
