@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from hub_dashboard import approvals, channels, tokens, views, webhooks
+from hub_dashboard import approvals, channels, schedules, tokens, views, webhooks
 from hub_dashboard import search as search_views
 from hub_dashboard.forms import LoginForm
 
@@ -33,6 +33,8 @@ urlpatterns = [
     path("approvals/rules/<int:rule_id>/", gzip_page(approvals.approval_rule_page), name="approval_rule"),
     path("approvals/rules/<int:rule_id>/delete/", approvals.approval_rule_delete_action, name="approval_rule_delete"),
     path("approvals/<str:approval_id>/decide/", approvals.approval_decide_action, name="approval_decide"),
+    path("schedules/", gzip_page(schedules.schedules_page), name="schedules"),
+    path("schedules/<str:schedule_id>/<str:action>/", schedules.schedule_action, name="schedule_action"),
     path("channels/", gzip_page(channels.channels_page), name="channels"),
     path("channels/<str:channel_id>/", gzip_page(channels.channel_page), name="channel"),
     path("channels/<str:channel_id>/leave/", channels.channel_leave_action, name="channel_leave"),
