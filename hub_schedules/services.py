@@ -77,6 +77,7 @@ def _check_target(alias: str | None, required_skills: list[str] | None) -> str:
 
 
 def _check_administer(actor: Actor, network_id: str) -> None:
+    actor.check_write(network_id)  # a viewer hears what every write tells a viewer
     if not actor.can_administer(network_id):
         raise permission_denied(f"Only the owners and admins of network {network_id} change its schedules.")
 

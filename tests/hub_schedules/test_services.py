@@ -137,6 +137,16 @@ def test_two_thirty_on_the_spring_forward_day_fires_once_at_three(clock, owner):
     ]
 
 
+def test_two_thirty_on_the_fall_back_day_fires_once_not_twice(clock, owner):
+    clock.move_to(datetime(2026, 10, 24, 12, 0, tzinfo=UTC))  # the night of 2026-10-25 has 02:30 twice
+    schedule = nightly(owner, cron="30 2 * * *", time_zone="Europe/Berlin", overlap=Overlap.QUEUE)
+    first_0230 = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST
+    assert fire_at(clock, first_0230 + timedelta(seconds=5)) == 1
+    assert fire_at(clock, first_0230 + timedelta(hours=1, seconds=5)) == 0  # 02:30 CET, the same local time
+    assert fire_at(clock, datetime(2026, 10, 26, 1, 30, 5, tzinfo=UTC)) == 1  # the next day's 02:30 CET
+    assert ScheduleRun.objects.filter(schedule=schedule).count() == 2
+
+
 def test_an_interval_counts_from_creation(clock, owner):
     schedule = nightly(owner, cron=None, interval_seconds=600)
     created = schedule.created_at
