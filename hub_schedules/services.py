@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
-from hub_agents.models import Role
+from hub_agents.models import AuditEntry, Role
 from hub_core.errors import HubError, invalid_argument, permission_denied
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
@@ -32,7 +32,7 @@ from hub_tasks.models import POOL, TERMINAL, Priority
 from hub_tasks.services import task_send
 
 # The audit log's action for every change of a schedule (`change` in its detail says which).
-AUDIT_ACTION = "schedule.changed"
+AUDIT_ACTION = AuditEntry.Action.SCHEDULE_CHANGED
 
 
 @dataclass(frozen=True)

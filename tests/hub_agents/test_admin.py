@@ -36,6 +36,8 @@ from tests.helpers.calls import (
     report_completion,
     report_node,
     report_status,
+    schedule_create,
+    schedule_run_now,
     send_task,
 )
 
@@ -565,6 +567,10 @@ def everything(network, agent, online, boss, make_actor) -> None:
         actor=make_actor(network, "owner"), network_id=network.id, url="https://93.184.215.14/hook", event_types=[]
     )
     Delivery.objects.create(subscription=hook, event_type="new_task", outcome="failed")
+    nightly = schedule_create(
+        actor=make_actor(network, "owner"), name="nightly", alias="coder", task="t", cron="0 2 * * *"
+    )
+    schedule_run_now(actor=make_actor(network, "owner"), schedule_id=nightly["schedule"]["schedule_id"])
 
 
 def test_the_admin_index_and_every_changelist_and_change_page_render(staff, everything):
@@ -583,6 +589,8 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         "hub_approvals.Approval",
         "hub_webhooks.Subscription",
         "hub_webhooks.Delivery",
+        "hub_schedules.Schedule",
+        "hub_schedules.ScheduleRun",
     }
     for model in models:
         info = (model._meta.app_label, model._meta.model_name)
