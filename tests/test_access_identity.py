@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from hub_agents.models import AgentSession, AuditEntry, IdentityPolicy, Network
+from hub_agents.models import AgentSession, AuditEntry, IdentityPolicy, Network, NodeCommand
 from hub_agents.services import network_create, network_policy_set, token_authenticate, token_create
 from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel, ChannelMember, ChannelPost
@@ -50,6 +50,7 @@ from tests.helpers.calls import (
     cancel_task,
     channel_create,
     channel_post,
+    node_command,
     report_completion,
     report_node,
     report_status,
@@ -111,6 +112,9 @@ CALLS: dict[str, dict[str, Any]] = {
     "search": {"query": "zebra", "alias": "a-coder"},
     "list_nodes": {},
     "report_node": {"node_id": "a-node-2", "agents": [NODE_AGENT | {"alias": "a-coder"}]},
+    "node_command": {"node_id": "a-node", "kind": "pause", "alias": "a-coder"},
+    "node_command_ack": {"command_id": "@command", "ok": True},  # the node's answer, for a-coder
+    "node_commands": {},
 }
 
 # The documented answers, by hand. Each row: the answers to the callers in CALLERS' order, in an open
@@ -126,6 +130,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     # checked in their services: the agent holding the task asks; a node speaks for its agents
     "ask_operator": ("ok ok alias ok ok denied denied", "ok ok alias alias alias denied denied"),
     "report_node": ("ok ok alias ok ok denied denied", "ok ok alias alias alias denied denied"),
+    "node_command_ack": ("ok ok alias ok ok denied denied", "ok ok alias alias alias denied denied"),
     # from_session "a-coder": who others see acting
     "send_task": ("ok ok alias ok ok denied denied", "ok ok alias alias alias denied denied"),
     "send_message": ("ok ok alias ok ok denied denied", "ok ok alias alias alias denied denied"),
@@ -156,9 +161,12 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "channel_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "channel_info": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "list_nodes": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
+    "node_commands": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "broadcast": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "answer_question": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "decide_approval": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    # owners and admins command nodes, whatever the policy (a command names no caller)
+    "node_command": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
 }
 CODES = {"alias": "alias_not_yours", "denied": "permission_denied"}
 # What each refused caller's alias_not_yours says it is (the rule that refused it).
@@ -211,6 +219,7 @@ class Side:
     approval: str  # a message to a-gated, held by the network's rule
     room: str  # a group channel a-coder owns, a-helper a member; a-coder's post in it says "zebra"
     lobby: str  # a group channel a-lead owns, a-coder not in it
+    command: str  # an admin's pause of a-coder on a-node, not yet answered
 
     def value(self, template: Any) -> Any:
         if isinstance(template, dict):
@@ -254,6 +263,8 @@ def build_side(policy: str) -> Side:
     room = channel_create(actor=seed, name="room", alias="a-coder", members=["a-helper"])["channel_id"]
     channel_post(actor=seed, channel_id=room, alias="a-coder", content="a zebra crossing, members only")
     lobby = channel_create(actor=seed, name="lobby", alias="a-lead")["channel_id"]
+    admin = token_authenticate(raw=tokens["admin"])
+    command = node_command(actor=admin, node_id="a-node", kind="pause", alias="a-coder")["command"]["command_id"]
     if policy == "strict":
         network_policy_set(network=network, policy=IdentityPolicy.STRICT, by="test")
     return Side(
@@ -268,6 +279,7 @@ def build_side(policy: str) -> Side:
         approval=approval,
         room=room,
         lobby=lobby,
+        command=command,
     )
 
 
@@ -334,6 +346,10 @@ def assert_effect(side: Side, tool: str, body: dict[str, Any]) -> None:
         assert Question.objects.get(pk=side.question).answer == "this way"
     elif tool == "decide_approval":
         assert Approval.objects.get(pk=side.approval).status == "approved"
+    elif tool == "node_command":
+        assert NodeCommand.objects.get(command_id=body["command"]["command_id"]).alias == "a-coder"
+    elif tool == "node_command_ack":
+        assert NodeCommand.objects.get(command_id=side.command).status == "done"
     else:  # the reads without a caller: the network's own data
         assert side.network.pk in json.dumps(body) or "a-coder" in json.dumps(body), body
 

@@ -34,7 +34,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.test import AsyncClient, Client
 from django.urls import resolve
 
-from hub_agents.models import AgentSession, Network, Node
+from hub_agents.models import AgentSession, Network, Node, NodeCommand
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
 from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
@@ -68,6 +68,7 @@ from tests.helpers.calls import (
     channel_create,
     channel_post,
     claim_task,
+    node_command,
     report_completion,
     report_node,
     report_status,
@@ -87,7 +88,7 @@ VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 # checks below fail until the matrix has its cases.
 READ_TOOLS = {tool.name for tool in TOOLS if tool.read_only}
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
-ADMIN_TOOLS = {"decide_approval"}
+ADMIN_TOOLS = {"decide_approval", "node_command"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
 
 # --- the two networks ------------------------------------------------------------------------------
@@ -124,6 +125,8 @@ class World:
     b_webhook: int  # B's, active, with a delivery; its URL, alias and the delivery's answer hold B's secret
     b_webhook_off: int  # B's, disabled
     b_webhook_secret: str  # its signing secret: shown once, to B's admin, never to anyone of A
+    a_command: str  # A's admin's pause of a-coder on a-node, not yet answered
+    b_command: str  # B's admin's tail of b_live on B's node, not yet answered
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -151,6 +154,7 @@ class World:
             *Channel.objects.filter(network=self.b).values_list("pk", flat=True),
             *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
             *Subscription.objects.filter(network=self.b).values_list("secret", flat=True),
+            *NodeCommand.objects.filter(network=self.b).values_list("command_id", flat=True),
         ]
         return [secret for secret in [SECRET, *ids] if secret not in echoed]
 
@@ -226,6 +230,10 @@ def build_world() -> World:
 
     a_admin, b_admin = (token_create(network=net, role="admin", name=f"{net.name[0]}-admin")[1] for net in (a, b))
     a_boss, b_boss = token_authenticate(raw=a_admin), token_authenticate(raw=b_admin)
+    a_command = node_command(actor=a_boss, node_id="a-node", kind="pause", alias="a-coder")["command"]
+    b_command = node_command(actor=b_boss, node_id=f"{SECRET}-node", kind="tail", alias="b-coder", task_id=b_live)[
+        "command"
+    ]
     public = "https://93.184.215.14"  # an address webhooks may reach, needing no name lookup
     a_webhook, _ = webhook_create(actor=a_boss, network_id=a.pk, url=f"{public}/a-hook")
     a_webhook_off, _ = webhook_create(actor=a_boss, network_id=a.pk, url=f"{public}/a-hook-off")
@@ -283,6 +291,8 @@ def build_world() -> World:
         b_webhook=b_webhook.pk,
         b_webhook_off=b_webhook_off.pk,
         b_webhook_secret=b_webhook_secret,
+        a_command=a_command["command_id"],
+        b_command=b_command["command_id"],
         users=users,
     )
 
@@ -459,6 +469,16 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
         {"node_id": f"{SECRET}-node", "agents": [NODE_AGENT | {"alias": "b-coder"}]},
         None,
     ),
+    # commands to nodes: B's command (a tail of b_live on B's node)
+    "node_commands": ("node_commands", {}, None),
+    "node_commands-b_command": ("node_commands", {"command_id": "@b_command"}, None),
+    "node_commands-network_b": ("node_commands", {"network_id": "@b"}, "permission_denied"),
+    "node_command-network_b": (
+        "node_command",
+        {"node_id": f"{SECRET}-node", "kind": "drain", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "node_command_ack-b_command": ("node_command_ack", {"command_id": "@b_command", "ok": True}, "command_not_found"),
 }
 
 
@@ -532,6 +552,13 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         assert sorted(row["node_id"] for row in body["nodes"]) == sorted(nodes.values_list("node_id", flat=True))
     elif tool == "report_node":  # a node of A's own, under the id B's has
         assert Node.objects.filter(network_id=a, node_id=body["node_id"]).exists()
+    elif tool == "node_commands":
+        commands = NodeCommand.objects.filter(network_id=a)
+        if arguments.get("command_id"):
+            commands = commands.filter(command_id=arguments["command_id"])
+        assert sorted(row["command_id"] for row in body["commands"]) == sorted(
+            commands.values_list("command_id", flat=True)
+        )
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -626,6 +653,8 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "channel_configure": {"channel_id": "@a_channel", "alias": "a-coder", "description": "set by a viewer"},
     "channel_post": {"channel_id": "@a_channel", "alias": "a-coder", "content": "from a viewer"},
     "report_node": {"node_id": "a-node", "slots_total": 1, "slots_used": 1},
+    "node_command": {"node_id": "a-node", "kind": "drain"},
+    "node_command_ack": {"command_id": "@a_command", "ok": True},
 }
 # case id -> (tool, arguments, expected refusal code; None: answered with A's data). A viewer reads, but
 # acts as no agent (hub_agents.identity): naming the alias reading (an inbox's, a channel member's,
@@ -649,6 +678,7 @@ VIEWER_READS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "search-a_coder": ("search", {"query": "post", "alias": "a-coder"}, "alias_not_yours"),
     "search": ("search", {"query": "task"}, None),  # without an alias
     "list_nodes": ("list_nodes", {}, None),
+    "node_commands": ("node_commands", {}, None),
 }
 # What each refused read would have shown a member: none of it reaches the viewer.
 VIEWER_READ_MARKS = {"get_inbox-a_coder": "A live task", "channel_read-a_coder": "A post", "search-a_coder": "A post"}
@@ -671,7 +701,8 @@ def check_viewer_write(client: Client, world: World, transport: str, tool: str, 
 
     outcome = invoke(client, transport, getattr(world, VIEWERS[viewer]), tool, viewer_arguments(world, tool, viewer))
 
-    if viewer == "mixed_user_token" and tool in ("report_status", "report_node"):  # a user token may never heartbeat
+    # a user token may never heartbeat, nor answer for a node
+    if viewer == "mixed_user_token" and tool in ("report_status", "report_node", "node_command_ack"):
         assert_tool_refused(outcome, "network_token_required")
     else:
         assert assert_tool_refused(outcome, "permission_denied")["message"] == VIEWER_REFUSAL.format(world.a.pk)

@@ -28,19 +28,22 @@ CHANNEL_TOOLS = (
 SEARCH_TOOLS = ("search",)
 # Issue 25: a machine's supervisor (commhub-agent node) reports itself; the fleet lists the machines.
 NODE_TOOLS = ("report_node", "list_nodes")
+# Issue 28: commands to nodes, sent by owners and admins, answered by the node.
+NODE_COMMAND_TOOLS = ("node_command", "node_command_ack", "node_commands")
 # Issue 28: recurring schedules (hub_schedules).
 SCHEDULE_TOOLS = (
     "schedule_create", "schedule_list", "schedule_pause", "schedule_resume", "schedule_run_now", "schedule_delete",
 )  # fmt: skip
 EXTENSION_TOOLS = (
     *POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS, *CHANNEL_TOOLS, *SEARCH_TOOLS, *NODE_TOOLS,
-    *SCHEDULE_TOOLS,
+    *SCHEDULE_TOOLS, *NODE_COMMAND_TOOLS,
 )  # fmt: skip
 # The extensions that only read (readOnlyHint true); the others write.
 READ_ONLY_EXTENSIONS = frozenset(
     {"find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread", "search"}
 )
 READ_ONLY_EXTENSIONS |= {"channel_list", "channel_info", "channel_read", "list_nodes", "schedule_list"}
+READ_ONLY_EXTENSIONS |= {"node_commands"}
 
 
 def assert_contract_first(names: Sequence[str]) -> None:

@@ -297,6 +297,10 @@ def base_arguments(hostile_world: World) -> dict[str, dict[str, Any]]:
         # Nodes.
         "report_node": {"node_id": "box-1"},
         "list_nodes": {},
+        # Commands to nodes (a command id no command has: arguments are refused before it is looked up).
+        "node_command": {"node_id": "box-1", "kind": "pause"},
+        "node_command_ack": {"command_id": "cmd_0000000000000000", "ok": True},
+        "node_commands": {},
     }
 
 
