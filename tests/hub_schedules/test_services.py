@@ -256,6 +256,25 @@ def test_a_refused_send_is_a_failed_run_and_the_schedule_goes_on(clock, owner):
 # --- once ----------------------------------------------------------------------------------------
 
 
+def test_a_sweep_that_dies_mid_run_leaves_the_due_time_to_the_next(clock, owner, monkeypatch):
+    """A sweeper killed while firing (here: its send blows up) rolls back the run row and the moved
+    next_run_at with it: the sweep after the restart fires that due time, once."""
+    schedule = nightly(owner, cron="* * * * *")
+    due = schedule.next_run_at
+    clock.move_to(due + timedelta(seconds=1))
+
+    def crash(**_: object) -> None:
+        raise RuntimeError("the process died here")
+
+    monkeypatch.setattr("hub_schedules.services.task_send", crash)
+    with pytest.raises(RuntimeError):
+        schedules_fire_due()
+    assert not ScheduleRun.objects.exists() and Schedule.objects.get(pk=schedule.pk).next_run_at == due
+    monkeypatch.undo()
+    assert [schedules_fire_due(), schedules_fire_due()] == [1, 0]
+    assert ScheduleRun.objects.get(schedule=schedule).due_at == due
+
+
 def test_sweeping_twice_fires_a_due_time_once(clock, owner):
     schedule = nightly(owner, cron="* * * * *", overlap=Overlap.QUEUE)
     clock.move_to(schedule.next_run_at + timedelta(seconds=1))
