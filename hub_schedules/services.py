@@ -14,7 +14,7 @@ with a client_request_id naming the schedule and the due time), linked to its ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -124,9 +124,7 @@ def schedule_create(
     schedule_when_check(cron, interval_seconds, time_zone)
     target = _check_target(alias, required_skills)
     if Schedule.objects.filter(network_id=network, name=name).exists():
-        raise HubError(
-            "schedule_name_taken", f"Network {network} has a schedule named {name!r}; choose another name.", status=409
-        )
+        raise _name_taken(network, name)
     schedule = Schedule(
         network_id=network,
         name=name,
@@ -154,11 +152,15 @@ def schedule_create(
         with transaction.atomic():  # a savepoint: a concurrent create of the same name may win
             schedule.save(force_insert=True)
     except IntegrityError:
-        raise HubError(
-            "schedule_name_taken", f"Network {network} has a schedule named {name!r}; choose another name.", status=409
-        ) from None
+        raise _name_taken(network, name) from None
     schedule_audit(actor, schedule, "created", every=schedule.every, time_zone=time_zone, alias=target)
     return schedule
+
+
+def _name_taken(network_id: str, name: str) -> HubError:
+    return HubError(
+        "schedule_name_taken", f"Network {network_id} has a schedule named {name!r}; choose another name.", status=409
+    )
 
 
 def _lock(actor: Actor, schedule_id: str) -> Schedule:
@@ -304,13 +306,3 @@ def schedule_actor(schedule: Schedule) -> Actor:
         roles={schedule.network_id: Role.MEMBER},
         network_bound=True,
     )
-
-
-def next_runs(schedule: Schedule, count: int = 3) -> list[datetime]:
-    """Its next `count` due times (the dashboard shows them)."""
-    times: list[datetime] = []
-    at = schedule.next_run_at - timedelta(microseconds=1)
-    for _ in range(count):
-        at = schedule.next_due(at)
-        times.append(at)
-    return times
