@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from hub_dashboard import approvals, channels, schedules, tokens, views, webhooks
+from hub_dashboard import approvals, channels, nodes, schedules, tokens, views, webhooks
 from hub_dashboard import search as search_views
 from hub_dashboard.forms import LoginForm
 
@@ -20,6 +20,8 @@ urlpatterns = [
     path("login/", gzip_page(auth.LoginView.as_view(authentication_form=LoginForm)), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("fleet/", gzip_page(views.fleet_page), name="fleet"),
+    path("nodes/", gzip_page(nodes.nodes_page), name="nodes"),
+    path("nodes/<str:node_id>/command/", nodes.node_command_action, name="node_command"),
     path("tasks/", gzip_page(views.tasks_page), name="tasks"),
     path("tasks/<str:task_id>/", gzip_page(views.task_detail), name="task"),
     path("tasks/<str:task_id>/<str:action>/", views.task_action, name="task_action"),

@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from hub_agents.actors import Actor
 from hub_agents.models import AgentSession, SessionStatus
-from hub_agents.selectors import node_list, session_list, session_row, with_effective_status
+from hub_agents.selectors import node_command_list, node_list, session_list, session_row, with_effective_status
 from hub_fleet.results import SessionDetail
 from hub_tasks.models import POOL, Completion, InboxMessage, Task, TaskStatus
+from hub_tasks.selectors import usage_totals
 
 RECENT_COMPLETIONS = 5  # get_session_status's latest completions
 
@@ -127,3 +128,31 @@ def _current_tasks(*, network_id: str, sessions: list[dict[str, Any]]) -> dict[s
             since = task["started_at"] or task["delivered_at"] or task["created_at"]
             current[session["resume_id"]] = {**task, "since": since}
     return current
+
+
+COMMANDS_SHOWN = 10  # the Nodes page's latest commands per node
+
+
+def nodes_overview(*, actor: Actor, network_id: str) -> list[dict[str, Any]]:
+    """The Nodes page: every node of the network (list_nodes' rows) with, for each agent it hosts,
+    what the node reported (concurrency, running, paused), its session (status, the task it runs and
+    since when, its last output, its runtime session) and its usage today; the node's usage today
+    summed over them, and its latest commands with their states."""
+    nodes = node_list(actor=actor, network_id=network_id)
+    sessions = {row["alias"]: row for row in fleet(actor=actor, network_id=network_id)["sessions"]}
+    usage = {row["alias"]: row["today"] for row in usage_totals(actor=actor, network_id=network_id)["agents"]}
+    commands: dict[str, list[dict[str, Any]]] = {}
+    for command in node_command_list(actor=actor, network_id=network_id, limit=COMMANDS_SHOWN * max(len(nodes), 1)):
+        commands.setdefault(command["node_id"], []).append(command)
+    for node in nodes:
+        agents = []
+        for reported in node["agents"]:
+            session = sessions.get(reported["alias"])
+            agents.append({**reported, "session": session, "usage": usage.get(reported["alias"])})
+        node["agents"] = agents
+        node["usage_today"] = {
+            name: sum((agent["usage"] or {}).get(name, 0) or 0 for agent in agents)
+            for name in ("runs", "tokens_in", "tokens_out", "cost_usd")
+        }
+        node["commands"] = commands.get(node["node_id"], [])[:COMMANDS_SHOWN]
+    return nodes
