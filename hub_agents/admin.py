@@ -17,7 +17,17 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from hub_agents.identity import binding_parse
-from hub_agents.models import AgentSession, ApiToken, AuditEntry, IdentityPolicy, Membership, Network, Node, Role
+from hub_agents.models import (
+    AgentSession,
+    ApiToken,
+    AuditEntry,
+    IdentityPolicy,
+    Membership,
+    Network,
+    Node,
+    NodeCommand,
+    Role,
+)
 from hub_agents.selectors import binding_text
 from hub_agents.services import (
     membership_remove,
@@ -265,6 +275,22 @@ class NodeAdmin(admin.ModelAdmin):
         "host", "os", "agent_version", "runtimes", "agents", "slots_total", "slots_used", "reported_at",
         "created_at",
     ]  # fmt: skip
+
+
+@admin.register(NodeCommand)
+class NodeCommandAdmin(admin.ModelAdmin):
+    """Commands sent to nodes (node_command) and the nodes' answers: a record, read only here (sent
+    from the Nodes page, REST or MCP, answered by the node, expired by the sweep)."""
+
+    list_display = ["created_at", "kind", "node", "alias", "task_id", "status", "sent_by", "network"]
+    list_filter = ["status", "kind"]
+    search_fields = ["command_id", "alias", "task_id", "node__node_id", "sent_by"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: NodeCommand | None = None) -> bool:
+        return False
 
 
 @admin.register(AuditEntry)

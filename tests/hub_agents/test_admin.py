@@ -33,6 +33,7 @@ from tests.helpers.calls import (
     broadcast,
     cancel_task,
     decide_approval,
+    node_command,
     report_completion,
     report_node,
     report_status,
@@ -571,6 +572,11 @@ def everything(network, agent, online, boss, make_actor) -> None:
         actor=make_actor(network, "owner"), name="nightly", alias="coder", task="t", cron="0 2 * * *"
     )
     schedule_run_now(actor=make_actor(network, "owner"), schedule_id=nightly["schedule"]["schedule_id"])
+    # A command to a node that hosts coder.
+    report_node(
+        actor=agent, node_id="node-1", agents=[{"alias": "coder", "runtime": "sdk", "concurrency": 1, "running": 0}]
+    )
+    node_command(actor=make_actor(network, "owner"), node_id="node-1", kind="pause", alias="coder")
 
 
 def test_the_admin_index_and_every_changelist_and_change_page_render(staff, everything):
