@@ -36,6 +36,7 @@ from hub_agents.models import AgentSession, AuditEntry, IdentityPolicy, Network,
 from hub_agents.services import network_create, network_policy_set, token_authenticate, token_create
 from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel, ChannelMember, ChannelPost
+from hub_schedules.models import Schedule, ScheduleRun
 from hub_tasks.models import Completion, InboxMessage, Question, Task
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 from tests.helpers.access import (
@@ -54,6 +55,8 @@ from tests.helpers.calls import (
     report_completion,
     report_node,
     report_status,
+    schedule_create,
+    schedule_pause,
     send_message,
     send_task,
 )
@@ -115,6 +118,13 @@ CALLS: dict[str, dict[str, Any]] = {
     "node_command": {"node_id": "a-node", "kind": "pause", "alias": "a-coder"},
     "node_command_ack": {"command_id": "@command", "ok": True},  # the node's answer, for a-coder
     "node_commands": {},
+    # a schedule's alias names the target of its tasks, not its caller
+    "schedule_create": {"name": "a-fresh", "alias": "a-coder", "task": "for a-coder", "cron": "0 2 * * *"},
+    "schedule_list": {},
+    "schedule_pause": {"schedule_id": "@schedule"},
+    "schedule_resume": {"schedule_id": "@schedule_paused"},
+    "schedule_run_now": {"schedule_id": "@schedule"},
+    "schedule_delete": {"schedule_id": "@schedule"},
 }
 
 # The documented answers, by hand. Each row: the answers to the callers in CALLERS' order, in an open
@@ -162,11 +172,21 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "channel_info": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "list_nodes": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "node_commands": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
+    "schedule_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "broadcast": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "answer_question": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "decide_approval": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
     # owners and admins command nodes, whatever the policy (a command names no caller)
     "node_command": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    # owners and admins change schedules, whatever the policy (a schedule names no caller)
+    "schedule_create": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    "schedule_pause": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    "schedule_resume": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    "schedule_run_now": (
+        "denied denied denied denied ok denied denied",
+        "denied denied denied denied ok denied denied",
+    ),
+    "schedule_delete": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
 }
 CODES = {"alias": "alias_not_yours", "denied": "permission_denied"}
 # What each refused caller's alias_not_yours says it is (the rule that refused it).
@@ -220,6 +240,8 @@ class Side:
     room: str  # a group channel a-coder owns, a-helper a member; a-coder's post in it says "zebra"
     lobby: str  # a group channel a-lead owns, a-coder not in it
     command: str  # an admin's pause of a-coder on a-node, not yet answered
+    schedule: str  # a schedule sending to a-coder, running
+    schedule_paused: str  # another, paused
 
     def value(self, template: Any) -> Any:
         if isinstance(template, dict):
@@ -265,6 +287,13 @@ def build_side(policy: str) -> Side:
     lobby = channel_create(actor=seed, name="lobby", alias="a-lead")["channel_id"]
     admin = token_authenticate(raw=tokens["admin"])
     command = node_command(actor=admin, node_id="a-node", kind="pause", alias="a-coder")["command"]["command_id"]
+    schedule, schedule_paused = (
+        schedule_create(actor=admin, name=name, alias="a-coder", task="nightly", cron="0 2 * * *")["schedule"][
+            "schedule_id"
+        ]
+        for name in ("nightly", "paused")
+    )
+    schedule_pause(actor=admin, schedule_id=schedule_paused)
     if policy == "strict":
         network_policy_set(network=network, policy=IdentityPolicy.STRICT, by="test")
     return Side(
@@ -280,6 +309,8 @@ def build_side(policy: str) -> Side:
         room=room,
         lobby=lobby,
         command=command,
+        schedule=schedule,
+        schedule_paused=schedule_paused,
     )
 
 
@@ -350,6 +381,14 @@ def assert_effect(side: Side, tool: str, body: dict[str, Any]) -> None:
         assert NodeCommand.objects.get(command_id=body["command"]["command_id"]).alias == "a-coder"
     elif tool == "node_command_ack":
         assert NodeCommand.objects.get(command_id=side.command).status == "done"
+    elif tool == "schedule_create":
+        assert Schedule.objects.get(pk=body["schedule"]["schedule_id"]).alias == "a-coder"
+    elif tool in ("schedule_pause", "schedule_resume"):
+        assert Schedule.objects.get(pk=body["schedule"]["schedule_id"]).paused is (tool == "schedule_pause")
+    elif tool == "schedule_run_now":
+        assert ScheduleRun.objects.get(schedule_id=side.schedule).task.to_name == "a-coder"
+    elif tool == "schedule_delete":
+        assert not Schedule.objects.filter(pk=side.schedule).exists()
     else:  # the reads without a caller: the network's own data
         assert side.network.pk in json.dumps(body) or "a-coder" in json.dumps(body), body
 

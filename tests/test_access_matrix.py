@@ -38,11 +38,13 @@ from hub_agents.models import AgentSession, Network, Node, NodeCommand
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
 from hub_api.agents import urlpatterns as agent_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
+from hub_api.schedules import urlpatterns as schedule_urlpatterns
 from hub_api.search import urlpatterns as search_urlpatterns
 from hub_api.tasks import urlpatterns as task_urlpatterns
 from hub_api.webhooks import urlpatterns as webhook_urlpatterns
 from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel
+from hub_schedules.models import Schedule
 from hub_search.models import SearchEntry
 from hub_tasks.models import Completion, InboxMessage, Question, Task
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
@@ -72,6 +74,8 @@ from tests.helpers.calls import (
     report_completion,
     report_node,
     report_status,
+    schedule_create,
+    schedule_pause,
     send_message,
     send_reply,
     send_task,
@@ -88,7 +92,8 @@ VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 # checks below fail until the matrix has its cases.
 READ_TOOLS = {tool.name for tool in TOOLS if tool.read_only}
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
-ADMIN_TOOLS = {"decide_approval", "node_command"}
+ADMIN_TOOLS = {"decide_approval", "node_command", "schedule_create", "schedule_pause", "schedule_resume"}
+ADMIN_TOOLS |= {"schedule_run_now", "schedule_delete"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
 
 # --- the two networks ------------------------------------------------------------------------------
@@ -127,6 +132,10 @@ class World:
     b_webhook_secret: str  # its signing secret: shown once, to B's admin, never to anyone of A
     a_command: str  # A's admin's pause of a-coder on a-node, not yet answered
     b_command: str  # B's admin's tail of b_live on B's node, not yet answered
+    a_schedule: str  # A's schedules: one running, one paused
+    a_schedule_paused: str
+    b_schedule: str  # B's, running; its name holds B's secret
+    b_schedule_paused: str  # B's, paused
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -155,6 +164,7 @@ class World:
             *AgentSession.objects.filter(network=self.b).values_list("resume_id", flat=True),
             *Subscription.objects.filter(network=self.b).values_list("secret", flat=True),
             *NodeCommand.objects.filter(network=self.b).values_list("command_id", flat=True),
+            *Schedule.objects.filter(network=self.b).values_list("pk", flat=True),
         ]
         return [secret for secret in [SECRET, *ids] if secret not in echoed]
 
@@ -248,6 +258,20 @@ def build_world() -> World:
         response_excerpt=f"{SECRET} receiver's answer",
     )  # fmt: skip
 
+    a_schedule, a_schedule_paused, b_schedule, b_schedule_paused = (
+        schedule_create(actor=boss, name=name, alias=alias, task=f"{name} review", cron="0 2 * * *")["schedule"][
+            "schedule_id"
+        ]
+        for boss, name, alias in (
+            (a_boss, "a-nightly", "a-coder"),
+            (a_boss, "a-paused", "a-coder"),
+            (b_boss, f"{SECRET}-nightly", "b-coder"),
+            (b_boss, f"{SECRET}-paused", "b-coder"),
+        )
+    )
+    schedule_pause(actor=a_boss, schedule_id=a_schedule_paused)
+    schedule_pause(actor=b_boss, schedule_id=b_schedule_paused)
+
     users = {}
     roles_of = {
         "a-operator": {a: "member"},
@@ -293,6 +317,10 @@ def build_world() -> World:
         b_webhook_secret=b_webhook_secret,
         a_command=a_command["command_id"],
         b_command=b_command["command_id"],
+        a_schedule=a_schedule,
+        a_schedule_paused=a_schedule_paused,
+        b_schedule=b_schedule,
+        b_schedule_paused=b_schedule_paused,
         users=users,
     )
 
@@ -479,6 +507,23 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
         "permission_denied",
     ),
     "node_command_ack-b_command": ("node_command_ack", {"command_id": "@b_command", "ok": True}, "command_not_found"),
+    # schedules: B's, one running and one paused (their names and tasks hold B's secret)
+    "schedule_list": ("schedule_list", {}, None),
+    "schedule_list-b_schedule": ("schedule_list", {"schedule_id": "@b_schedule"}, None),
+    "schedule_list-network_b": ("schedule_list", {"network_id": "@b"}, "permission_denied"),
+    "schedule_create-network_b": (
+        "schedule_create",
+        {"name": "intrusion", "alias": "b-coder", "task": "intrusion", "cron": "* * * * *", "network_id": "@b"},
+        "permission_denied",
+    ),
+    "schedule_pause-b_schedule": ("schedule_pause", {"schedule_id": "@b_schedule"}, "schedule_not_found"),
+    "schedule_resume-b_schedule_paused": (
+        "schedule_resume",
+        {"schedule_id": "@b_schedule_paused"},
+        "schedule_not_found",
+    ),
+    "schedule_run_now-b_schedule": ("schedule_run_now", {"schedule_id": "@b_schedule"}, "schedule_not_found"),
+    "schedule_delete-b_schedule": ("schedule_delete", {"schedule_id": "@b_schedule"}, "schedule_not_found"),
 }
 
 
@@ -559,6 +604,11 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         assert sorted(row["command_id"] for row in body["commands"]) == sorted(
             commands.values_list("command_id", flat=True)
         )
+    elif tool == "schedule_list":
+        schedules = Schedule.objects.filter(network_id=a)
+        if arguments.get("schedule_id"):
+            schedules = schedules.filter(pk=arguments["schedule_id"])
+        assert {row["schedule_id"] for row in body["schedules"]} == set(schedules.values_list("pk", flat=True))
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -610,9 +660,11 @@ DASHBOARD_CROSS: dict[str, tuple[str, str, dict[str, str]]] = {
     "channels-network_b": ("get", "/channels/?network=@b", {}),
     "channel_page": ("get", "/channels/@b_channel/", {}),
     "channel_post": ("post", "/channels/@b_channel/", {"content": "intrusion", "join": "1"}),
+    "schedules-network_b": ("get", "/schedules/?network=@b", {}),
+    "schedule_run-b_schedule": ("post", "/schedules/@b_schedule/run/", {}),
 }
 # Forms only a network's owners and admins may send: sent by A's admin (and, for the control, B's).
-DASHBOARD_ADMIN_FORMS = {"approve-b_approval", "approve"}
+DASHBOARD_ADMIN_FORMS = {"approve-b_approval", "approve", "schedule_run-b_schedule"}
 
 
 def dashboard_user(case_id: str, network: str) -> str:
@@ -655,6 +707,11 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "report_node": {"node_id": "a-node", "slots_total": 1, "slots_used": 1},
     "node_command": {"node_id": "a-node", "kind": "drain"},
     "node_command_ack": {"command_id": "@a_command", "ok": True},
+    "schedule_create": {"name": "viewer-made", "alias": "a-coder", "task": "from a viewer", "cron": "* * * * *"},
+    "schedule_pause": {"schedule_id": "@a_schedule"},
+    "schedule_resume": {"schedule_id": "@a_schedule_paused"},
+    "schedule_run_now": {"schedule_id": "@a_schedule"},
+    "schedule_delete": {"schedule_id": "@a_schedule"},
 }
 # case id -> (tool, arguments, expected refusal code; None: answered with A's data). A viewer reads, but
 # acts as no agent (hub_agents.identity): naming the alias reading (an inbox's, a channel member's,
@@ -679,6 +736,7 @@ VIEWER_READS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "search": ("search", {"query": "task"}, None),  # without an alias
     "list_nodes": ("list_nodes", {}, None),
     "node_commands": ("node_commands", {}, None),
+    "schedule_list": ("schedule_list", {}, None),
 }
 # What each refused read would have shown a member: none of it reaches the viewer.
 VIEWER_READ_MARKS = {"get_inbox-a_coder": "A live task", "channel_read-a_coder": "A post", "search-a_coder": "A post"}
@@ -1143,6 +1201,7 @@ def all_endpoints() -> set[tuple[str, str]]:
             *channel_urlpatterns,
             *search_urlpatterns,
             *webhook_urlpatterns,
+            *schedule_urlpatterns,
         ]
         for method in ("get", "post")
         if hasattr(pattern.callback.cls, method)

@@ -301,6 +301,13 @@ def base_arguments(hostile_world: World) -> dict[str, dict[str, Any]]:
         "node_command": {"node_id": "box-1", "kind": "pause"},
         "node_command_ack": {"command_id": "cmd_0000000000000000", "ok": True},
         "node_commands": {},
+        # Schedules (an id no schedule has: arguments are refused before it is looked up).
+        "schedule_create": {"name": "fuzz-nightly", "alias": "coder", "task": "review", "cron": "0 2 * * *"},
+        "schedule_list": {},
+        "schedule_pause": {"schedule_id": "sch_0000000000000000"},
+        "schedule_resume": {"schedule_id": "sch_0000000000000000"},
+        "schedule_run_now": {"schedule_id": "sch_0000000000000000"},
+        "schedule_delete": {"schedule_id": "sch_0000000000000000"},
     }
 
 
