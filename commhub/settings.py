@@ -206,6 +206,9 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # Agents that have not reported for this long read as "offline" everywhere.
 COMMHUB_OFFLINE_AFTER_SECONDS = _int_setting("COMMHUB_OFFLINE_AFTER_SECONDS", 600, minimum=1)
+# A command sent to a node (node_command) that the node has not acknowledged this long is expired
+# by the sweep.
+COMMHUB_NODE_COMMAND_ACK_SECONDS = _int_setting("COMMHUB_NODE_COMMAND_ACK_SECONDS", 60, minimum=1)
 # Open streams (SSE, the dashboard socket) re-check their caller this often, whatever their traffic:
 # a revoked token, a removed member or a logged-out session loses its stream within this time.
 COMMHUB_STREAM_RECHECK_SECONDS = _int_setting("COMMHUB_STREAM_RECHECK_SECONDS", 15, minimum=1)

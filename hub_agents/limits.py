@@ -26,9 +26,8 @@ NODE_RUNTIMES_MAX = 20
 NODE_AGENTS_MAX = 500
 NODE_SLOTS_MAX = NODE_AGENTS_MAX * CONCURRENT_MAX  # every agent at its most
 
-# Commands to a node (node_command): how long a node has to acknowledge one before the sweep expires
-# it, and how many of a run's last lines tail may ask for.
-COMMAND_ACK_SECONDS = 60
+# Commands to a node (node_command): how many of a run's last lines tail may ask for (how long a node
+# has to acknowledge one is the setting COMMHUB_NODE_COMMAND_ACK_SECONDS).
 TAIL_LINES_DEFAULT = 50
 TAIL_LINES_MAX = 500
 TAIL_LINE_MAX = 1_000  # characters of one line, as the node sends it

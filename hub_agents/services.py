@@ -564,7 +564,7 @@ def node_command_send(
         value=value,
         sent_by=actor.label,
         created_at=now,
-        expires_at=now + timedelta(seconds=limits.COMMAND_ACK_SECONDS),
+        expires_at=now + timedelta(seconds=settings.COMMHUB_NODE_COMMAND_ACK_SECONDS),
     )
     audit_record(
         network_id=network,
@@ -652,7 +652,7 @@ def node_commands_expire_due(*, now: datetime | None = None) -> int:
                 continue  # answered or expired by another sweeper meanwhile
             command.status, command.answered_at = CommandStatus.EXPIRED, now
             command.reason = (
-                f"node {command.node.node_id} did not acknowledge within {limits.COMMAND_ACK_SECONDS} s "
+                f"node {command.node.node_id} did not acknowledge it by {command.expires_at:%H:%M:%S} UTC "
                 f"(last seen {command.node.last_seen_at:%Y-%m-%d %H:%M:%S} UTC): it is offline or unreachable"
             )
             command.save(update_fields=["status", "answered_at", "reason"])

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from django.conf import settings
+
 from hub_agents import limits
 from hub_agents.models import CommandKind, NodeCommand
 from hub_agents.selectors import command_row, node_command_list, node_list
@@ -119,7 +121,8 @@ def specs() -> list[Tool]:
                 "Owners and admins: pause or resume intake (an agent, or the node), stop a running task's "
                 "process, restart_session (an agent's next task starts fresh), drain the node, "
                 "set_concurrency (an agent), tail (a run's last lines, secrets redacted). The node answers "
-                f"within {limits.COMMAND_ACK_SECONDS} s or the command expires; node_commands shows its state."
+                f"within {settings.COMMHUB_NODE_COMMAND_ACK_SECONDS} s or the command expires; node_commands "
+                "shows its state."
             ),
             params={
                 "node_id": P.identifier("The node (list_nodes).", required=True),

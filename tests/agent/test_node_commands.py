@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from hub_agents.services import token_create
 from tests.helpers.live import AGENT_DIR, Agent, rest, wait_for
@@ -205,3 +206,22 @@ def test_a_tail_redacts_the_hub_token_keys_bearers_and_secret_environment_values
     ]
     assert tails.last("task_1", 10)[0] == f"hub {REDACTED} and another {REDACTED}"
     assert tails.last("task_2", 5) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_command_to_a_node_gone_silent_expires_saying_so(hub_server, worker, operator, tmp_path):
+    hub = hub_server({"COMMHUB_NODE_COMMAND_ACK_SECONDS": "2", "COMMHUB_RATE_LIMIT_PREFIX": f"nc-{tmp_path.name}"})
+    repo, log = git_repository(tmp_path / "repo"), tmp_path / "runs.log"
+    node = start_node(hub, worker, tmp_path, {"cmd": command_agent(repo, log)})
+    node.kill()  # gone without a word: the hub still counts it online for now
+
+    reply = rest(hub, operator, "POST", "/nodes/commands", json={"node_id": "test-node", "kind": "drain"})
+    assert reply["ok"] and reply["command"]["status"] == "sent", reply
+    time.sleep(3)
+    call_command("sweep", "--once", verbosity=0)
+
+    (row,) = rest(hub, operator, "GET", "/nodes/commands", params={"command_id": reply["command"]["command_id"]})[
+        "commands"
+    ]
+    assert row["status"] == "expired", row
+    assert "did not acknowledge" in row["reason"] and "offline" in row["reason"], row
