@@ -212,7 +212,8 @@ def schedule_run_now(*, actor: Actor, schedule_id: str) -> RunStarted:
     """schedule_run_now: one run now, paused or not, whatever its overlap rule; its next due time stays."""
     schedule = _lock(actor, schedule_id)
     schedule_audit(actor, schedule, "run_now")
-    run = _run(schedule, timezone.now(), overlap=Overlap.QUEUE, run_now=True)
+    now = timezone.now()
+    run = _run(schedule, now, overlap=Overlap.QUEUE, run_now=True) or schedule.runs.get(due_at=now)
     return RunStarted(
         schedule_id=schedule.pk,
         due_at=timestamp(run.due_at) or "",
@@ -256,21 +257,26 @@ def _fire(schedule: Schedule, now: datetime) -> int:
         _record(schedule, due, ScheduleRun.Outcome.MISSED, reason)
         return 0
     run = _run(schedule, due, overlap=schedule.overlap)
-    return int(run.outcome == ScheduleRun.Outcome.SENT)
+    return int(run is not None and run.outcome == ScheduleRun.Outcome.SENT)
 
 
 def _record(schedule: Schedule, due_at: datetime, outcome: str, reason: str = "", **fields: object) -> ScheduleRun:
     return ScheduleRun.objects.create(schedule=schedule, due_at=due_at, outcome=outcome, reason=reason, **fields)
 
 
-def _run(schedule: Schedule, due_at: datetime, *, overlap: str, run_now: bool = False) -> ScheduleRun:
-    """One run of a locked schedule at due_at: a task sent, or a run row saying why not."""
+def _run(schedule: Schedule, due_at: datetime, *, overlap: str, run_now: bool = False) -> ScheduleRun | None:
+    """One run of a locked schedule at due_at: a task sent, or a run row saying why not; None when
+    that instant has its run already."""
     if overlap == Overlap.SKIP:
         previous = schedule.runs.filter(task__isnull=False).select_related("task").order_by("-due_at").first()
         if previous is not None and previous.task.status not in TERMINAL:
             reason = f"the run due {timestamp(previous.due_at)} (task {previous.task_id}) is still open"
             return _record(schedule, due_at, ScheduleRun.Outcome.SKIPPED, reason, run_now=run_now)
-    run = _record(schedule, due_at, ScheduleRun.Outcome.SENT, run_now=run_now)
+    try:
+        with transaction.atomic():  # a savepoint: the unique (schedule, due_at) row is the last guard
+            run = _record(schedule, due_at, ScheduleRun.Outcome.SENT, run_now=run_now)
+    except IntegrityError:  # that instant fired already (a run now at a due time to the microsecond)
+        return None
     try:
         with transaction.atomic():  # a savepoint: a refused send leaves the run row, saying why
             sent = task_send(

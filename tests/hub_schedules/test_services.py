@@ -275,6 +275,15 @@ def test_a_sweep_that_dies_mid_run_leaves_the_due_time_to_the_next(clock, owner,
     assert ScheduleRun.objects.get(schedule=schedule).due_at == due
 
 
+def test_a_run_now_at_the_due_instant_and_the_due_run_are_one_run(clock, owner):
+    schedule = nightly(owner, cron="* * * * *", overlap=Overlap.QUEUE)
+    clock.move_to(schedule.next_run_at)  # to the microsecond
+    started = schedule_run_now(actor=owner, schedule_id=schedule.pk)
+    assert schedules_fire_due() == 0
+    (run,) = ScheduleRun.objects.filter(schedule=schedule)
+    assert run.task_id == started.task_id and run.run_now is True
+
+
 def test_sweeping_twice_fires_a_due_time_once(clock, owner):
     schedule = nightly(owner, cron="* * * * *", overlap=Overlap.QUEUE)
     clock.move_to(schedule.next_run_at + timedelta(seconds=1))
