@@ -260,8 +260,18 @@ def _fire(schedule: Schedule, now: datetime) -> int:
     return int(run is not None and run.outcome == ScheduleRun.Outcome.SENT)
 
 
-def _record(schedule: Schedule, due_at: datetime, outcome: str, reason: str = "", **fields: object) -> ScheduleRun:
-    return ScheduleRun.objects.create(schedule=schedule, due_at=due_at, outcome=outcome, reason=reason, **fields)
+def _record(
+    schedule: Schedule, due_at: datetime, outcome: str, reason: str = "", **fields: object
+) -> ScheduleRun | None:
+    """The run row of that instant, or None when it has one already (a run now at a due time to the
+    microsecond): the unique (schedule, due_at) row is the last guard, in a savepoint."""
+    try:
+        with transaction.atomic():
+            return ScheduleRun.objects.create(
+                schedule=schedule, due_at=due_at, outcome=outcome, reason=reason, **fields
+            )
+    except IntegrityError:
+        return None
 
 
 def _run(schedule: Schedule, due_at: datetime, *, overlap: str, run_now: bool = False) -> ScheduleRun | None:
@@ -272,10 +282,8 @@ def _run(schedule: Schedule, due_at: datetime, *, overlap: str, run_now: bool = 
         if previous is not None and previous.task.status not in TERMINAL:
             reason = f"the run due {timestamp(previous.due_at)} (task {previous.task_id}) is still open"
             return _record(schedule, due_at, ScheduleRun.Outcome.SKIPPED, reason, run_now=run_now)
-    try:
-        with transaction.atomic():  # a savepoint: the unique (schedule, due_at) row is the last guard
-            run = _record(schedule, due_at, ScheduleRun.Outcome.SENT, run_now=run_now)
-    except IntegrityError:  # that instant fired already (a run now at a due time to the microsecond)
+    run = _record(schedule, due_at, ScheduleRun.Outcome.SENT, run_now=run_now)
+    if run is None:
         return None
     try:
         with transaction.atomic():  # a savepoint: a refused send leaves the run row, saying why
