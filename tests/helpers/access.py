@@ -28,11 +28,12 @@ from django.http import HttpResponse
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from hub_agents.models import AgentSession, AuditEntry, Network, Node
+from hub_agents.models import AgentSession, AuditEntry, Network, Node, NodeCommand
 from hub_agents.services import network_policy_set
 from hub_approvals.models import Approval, ApprovalRule, ApprovalVote
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_events.models import Event, EventCounter
+from hub_schedules.models import Schedule, ScheduleRun
 from hub_search.models import SearchEntry
 from hub_tasks.models import (
     AgentUsage,
@@ -100,6 +101,16 @@ ROUTES: dict[str, tuple[str, str]] = {
     # Beyond the contract: nodes.
     "list_nodes": ("get", "nodes"),
     "report_node": ("post", "nodes/report"),
+    "node_commands": ("get", "nodes/commands"),
+    "node_command": ("post", "nodes/commands"),
+    "node_command_ack": ("post", "nodes/commands/{command_id}/ack"),
+    # Beyond the contract: recurring schedules.
+    "schedule_list": ("get", "schedules"),
+    "schedule_create": ("post", "schedules"),
+    "schedule_pause": ("post", "schedules/{schedule_id}/pause"),
+    "schedule_resume": ("post", "schedules/{schedule_id}/resume"),
+    "schedule_run_now": ("post", "schedules/{schedule_id}/run"),
+    "schedule_delete": ("post", "schedules/{schedule_id}/delete"),
 }
 
 # Beyond the tools, REST only: webhooks (hub_tools.webhook_tools), for a network's owners and admins.
@@ -121,6 +132,8 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "approval_not_found": (404, "approval_not_found"),
     "channel_not_found": (404, "channel_not_found"),
     "webhook_not_found": (404, "webhook_not_found"),
+    "schedule_not_found": (404, "schedule_not_found"),
+    "command_not_found": (404, "command_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
     "alias_not_yours": (403, "alias_not_yours"),
@@ -206,6 +219,7 @@ def params(cases: dict[str, Any], transports: tuple[str, ...], *, needs_commit: 
 ROW_MODELS: dict[str, tuple[Any, str]] = {
     "sessions": (AgentSession, "network_id"),
     "nodes": (Node, "network_id"),
+    "node_commands": (NodeCommand, "network_id"),
     "tasks": (Task, "network_id"),
     "task_events": (TaskEvent, "task__network_id"),
     "task_attempts": (TaskAttempt, "task__network_id"),
@@ -229,6 +243,8 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "webhooks": (Subscription, "network_id"),
     "webhook_deliveries": (Delivery, "subscription__network_id"),
     "replay_keys": (ReplayKey, "network"),
+    "schedules": (Schedule, "network_id"),
+    "schedule_runs": (ScheduleRun, "schedule__network_id"),
 }
 
 
