@@ -22,6 +22,7 @@ _AGENT = (
     "ask_operator", "list_questions",  # a question about the task at hand, and its answer
     "get_thread",  # a task picked up from someone else
     "report_node",  # a machine's supervisor (commhub-agent node) reporting itself
+    "node_command_ack",  # ... and answering the commands it is sent (node_command)
 )  # fmt: skip
 _LEAD = (*_AGENT, "answer_question", "list_approvals", "decide_approval", "search", "schedule_list")
 
