@@ -22,6 +22,7 @@ api = [
     path("", include("hub_api.search")),
     path("", include("hub_api.webhooks")),
     path("", include("hub_api.schedules")),
+    path("", include("hub_api.caps")),
     path("", include("hub_api.cards")),
     path("", include("hub_api.whoami")),
     path("schema", SpectacularAPIView.as_view(), name="schema"),

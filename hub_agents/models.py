@@ -335,6 +335,7 @@ class AuditEntry(models.Model):
         WEBHOOK_DISABLED = "webhook.disabled"
         NODE_COMMAND_SENT = "node.command_sent"
         SCHEDULE_CHANGED = "schedule.changed"
+        CAP_CHANGED = "cap.changed"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.
     # Empty for what happens outside any network (a login lockout): superusers see it in the admin.

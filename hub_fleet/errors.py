@@ -1,4 +1,4 @@
-"""hub_fleet's error codes (hub_core.errors catalogue): claiming from the open pool."""
+"""hub_fleet's error codes (hub_core.errors catalogue): claiming from the open pool, concurrency caps."""
 
 from __future__ import annotations
 
@@ -13,5 +13,7 @@ codes_declare(
         "agent_offline": (409, "The alias sent no heartbeat for too long to take work."),
         "skills_missing": (409, "The alias has not reported the skills the task requires."),
         "at_capacity": (409, "The alias holds its max_concurrent tasks already."),
+        "cap_full": (409, "A concurrency cap the open task matches has every slot taken."),
+        "cap_not_found": (404, "No such concurrency cap in your networks."),
     },
 )

@@ -27,6 +27,7 @@ from hub_core.errors import HubError
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
 from hub_fleet.results import Row, TaskClaimed
+from hub_tasks.caps import caps_admit, caps_take
 from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import leases_renew, task_settle, task_transition
 from hub_tasks.models import LEASED, POOL, TERMINAL, Move, Task, TaskStatus, priority_rank
@@ -97,7 +98,8 @@ def open_tasks(
 @sealed_atomic
 def task_claim(*, actor: Actor, task_id: str, alias: str, network_id: str | None = None) -> TaskClaimed:
     """claim_task: `alias` takes an open task, if its skills cover it and it holds fewer tasks than
-    its max_concurrent; the task is then acked by it (and leased, if it has a lease)."""
+    its max_concurrent and no cap the task matches is full; the task is then acked by it (and
+    leased, if it has a lease)."""
     now = timezone.now()
     network = (
         Task.objects.filter(network_id__in=actor.readable_networks(network_id), pk=task_id)
@@ -114,7 +116,18 @@ def task_claim(*, actor: Actor, task_id: str, alias: str, network_id: str | None
     task_settle(task, now=now)  # an open task past its TTL is expired, not claimed
     _check_claimable(task, alias)
     _check_claimer(task, alias, session, now)
-    task.to_name, task.delivered_at, task.first_read_at = alias, now, now
+    task.to_name = alias  # a runtime cap counts the claimer's runtime
+    full, slots = caps_admit(task)
+    if full is not None:
+        raise HubError(
+            "cap_full",
+            f"Cap {full.label} of network {network} has all {full.limit} slot(s) taken: claim again once "
+            "a run of it ends (cap_list shows the caps).",
+            status=409,
+            cap_id=full.pk,
+        )
+    caps_take(task, slots, now=now)
+    task.delivered_at, task.first_read_at = now, now
     task_transition(
         task, Move.CLAIM, TaskStatus.ACKED, actor=actor.label, now=now, detail=f"claimed by {alias}",
         fields=["to_name", "delivered_at", "first_read_at"], by=alias,

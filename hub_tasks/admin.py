@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hub_tasks.models import Completion, InboxMessage, Task, TaskAttempt, TaskEvent
+from hub_tasks.models import Cap, Completion, InboxMessage, Task, TaskAttempt, TaskEvent
 
 
 class TaskEventInline(admin.TabularInline):
@@ -56,3 +56,14 @@ class InboxMessageAdmin(ReadOnlyAdmin):
 class CompletionAdmin(ReadOnlyAdmin):
     list_display = ["session_name", "task_text", "score", "duration_minutes", "completed_at", "network"]
     search_fields = ["session_name", "task_text"]
+
+
+@admin.register(Cap)
+class CapAdmin(ReadOnlyAdmin):
+    """Caps change through cap_set and cap_delete (audited, releasing what waits), never here."""
+
+    list_display = ["id", "network", "scope", "value", "limit", "created_by", "updated_at"]
+    list_filter = ["scope", "network"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -33,6 +33,7 @@ from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.formats import timestamp
 from hub_core.metrics import DEAD_LETTERS, LEASE_LAPSES, RETRIES, count_on_commit
 from hub_tasks import limits
+from hub_tasks.caps import caps_admit, caps_releasable, caps_take, slots_free
 from hub_tasks.counts import counts_changed
 from hub_tasks.deadlines import deadline_may_lower, deadlines_raise, networks_past_deadline
 from hub_tasks.models import (
@@ -40,6 +41,7 @@ from hub_tasks.models import (
     POOL,
     TERMINAL,
     TRANSITIONS,
+    UNTIL_RELEASED,
     WAITING,
     AttemptOutcome,
     InboxMessage,
@@ -52,9 +54,12 @@ from hub_tasks.models import (
     TaskDependency,
     TaskEvent,
     TaskStatus,
+    priority_rank,
 )
 
 HUB = "hub"
+# With its agent: the statuses in which a task holds a slot of each cap it matches (hub_tasks.caps).
+WITH_AGENT = frozenset({TaskStatus.DELIVERED, TaskStatus.ACKED, TaskStatus.RUNNING})
 
 # The moves that send a task again, as commhub_task_retries_total counts them.
 _RETRY_KINDS = {Move.BACKOFF: "automatic", Move.RETRY: "manual"}
@@ -131,10 +136,57 @@ def task_transition(
             },
         )
     )
+    if from_status in WITH_AGENT and to not in WITH_AGENT and slots_free(task):
+        caps_release(task.network_id, now=now)
     if to in TERMINAL and not (to == TaskStatus.FAILED and _retries_left(task)):
         # Only an end counts: a failure with attempts left is held for its retry (task_after_failure).
         dependents_settle(task, now=now)
     return event
+
+
+def caps_release(network_id: str, *, now: datetime) -> None:
+    """Slots of the network's caps are free: deliver the waiting tasks that now fit (hub_tasks.caps)."""
+    for task, cap in caps_releasable(network_id, now=now):
+        _cap_deliver(task, f"a slot of cap {cap.label} free", now=now)
+
+
+def cap_waiters_readmit(network_id: str, task_ids: list[str], *, now: datetime) -> None:
+    """The cap these tasks waited for is gone: each, by priority then age, is delivered or waits for
+    another full cap of its own."""
+    waiting = Task.objects.filter(network_id=network_id, pk__in=task_ids, status=TaskStatus.CREATED)
+    for task_id in waiting.order_by(priority_rank(), "created_at", "pk").values_list("pk", flat=True):
+        task = Task.objects.select_for_update().get(pk=task_id)
+        if task.status != TaskStatus.CREATED or task.waiting_cap is None:
+            continue
+        task.waiting_cap = None
+        if cap_wait(task, now=now):
+            task.save(update_fields=["waiting_cap", "expires_at", "retry_at"])
+            continue
+        _cap_deliver(task, "its cap removed", now=now)
+
+
+def _cap_deliver(task: Task, why: str, *, now: datetime) -> None:
+    first = task.delivered_at is None
+    task.expires_at = now + _ttl(task)
+    task.result = None
+    task_transition(
+        task, Move.RELEASE, TaskStatus.DELIVERED, actor=HUB, now=now, detail=why,
+        fields=["expires_at", "result", "waiting_cap"],
+    )  # fmt: skip
+    task_deliver_again(task, now=now, message_id=task.task_id if first else None)
+
+
+def cap_wait(task: Task, *, now: datetime) -> bool:
+    """Before a held task's delivery: whether a full cap makes it wait (its waiting_cap set, its
+    deadline counted from its release; the caller saves); if not, it takes its slots."""
+    full, caps = caps_admit(task)
+    if full is None:
+        caps_take(task, caps, now=now)
+        return False
+    task.waiting_cap = full.pk
+    task.expires_at = UNTIL_RELEASED
+    task.retry_at = None  # a retry's time has come; now it waits for the slot only
+    return True
 
 
 def task_record_creation(task: Task, *, actor: str, now: datetime, detail: str) -> TaskEvent:
@@ -453,6 +505,9 @@ def _release(task: Task, *, now: datetime) -> None:
     """A held task's time has come: a retry delivered to its agent again, as a new attempt; a task
     that waited for its dependencies or its not_before delivered for the first time, its TTL counted
     from now."""
+    if cap_wait(task, now=now):
+        task.save(update_fields=["waiting_cap", "expires_at", "retry_at"])
+        return
     first = task.delivered_at is None
     if first:
         why = "dependencies met" if task.dependencies.exists() else f"not_before {timestamp(task.not_before)} reached"

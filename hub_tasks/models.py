@@ -102,9 +102,11 @@ class OnDependencyFailure(models.TextChoices):
 UNTIL_RELEASED = datetime(9999, 1, 1, tzinfo=UTC)
 
 
-# Held before a first delivery, for dependencies or a not_before (list_tasks blocked).
+# Held before a first delivery, for dependencies, a not_before or a slot of a cap (list_tasks blocked).
 BLOCKED = Q(status=TaskStatus.CREATED, retry_at__isnull=True) & (
-    Q(dependencies_pending__isnull=False) | Q(not_before__isnull=False, delivered_at__isnull=True)
+    Q(dependencies_pending__isnull=False)
+    | Q(not_before__isnull=False, delivered_at__isnull=True)
+    | Q(waiting_cap__isnull=False)
 )
 
 
@@ -181,6 +183,9 @@ class Task(models.Model):
     # send_task's caps on one run of it, enforced by the agent's node (the hub only carries them).
     budget_usd = models.FloatField(null=True, blank=True, help_text="At most this many USD per run.")
     budget_tokens = models.PositiveBigIntegerField(null=True, blank=True, help_text="At most this many tokens per run.")
+    # The cap (its id) whose slot it waits for before its first delivery (null: none); hub_tasks.caps.
+    # A plain id, not a foreign key: adding it never rebuilds the table on SQLite.
+    waiting_cap = models.CharField(max_length=36, null=True, blank=True, help_text="Waits for a slot of this cap.")
 
     class Meta:
         constraints = [
@@ -194,6 +199,8 @@ class Task(models.Model):
             models.Index(fields=["network", "-created_at"], name="task_network_created"),
             models.Index(fields=["network", "to_name", "status"], name="task_network_to_status"),
             models.Index(fields=["network", "from_name"], name="task_network_from"),
+            # A cap's release finds the tasks waiting for its slots.
+            models.Index(fields=["waiting_cap"], condition=Q(waiting_cap__isnull=False), name="task_waiting_cap"),
             # The expiry sweep looks only at tasks still waiting to be picked up.
             models.Index(
                 fields=["network", "expires_at"],
@@ -236,9 +243,12 @@ class Task(models.Model):
 
     def is_held(self) -> bool:
         """Out of every inbox until released: waiting out a retry's backoff (retry_at), for its
-        dependencies, or for its not_before."""
+        dependencies, for its not_before, or for a slot of a cap."""
         return self.status == TaskStatus.CREATED and (
-            self.retry_at is not None or bool(self.dependencies_pending) or self.scheduled_at is not None
+            self.retry_at is not None
+            or bool(self.dependencies_pending)
+            or self.scheduled_at is not None
+            or self.waiting_cap is not None
         )
 
     def is_open(self) -> bool:
@@ -256,6 +266,7 @@ class Task(models.Model):
         return (
             self.is_held()
             and not self.dependencies_pending
+            and self.waiting_cap is None  # released by hub_tasks.caps as runs of its scope end
             and all(at is None or at <= now for at in (self.retry_at, self.scheduled_at))
         )
 
@@ -623,3 +634,64 @@ class AgentUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.network_id} {self.alias} {self.model or '-'} {self.day}: ${self.cost_usd:.4f}"
+
+
+class CapScope(models.TextChoices):
+    """What runs a concurrency cap counts: all of the network's, those of one runtime (the runtime
+    the agent's node reports for it), or those needing one skill (a task's required_skills)."""
+
+    ALL = "all"
+    RUNTIME = "runtime"
+    SKILL = "skill"
+
+
+class Cap(models.Model):
+    """At most `limit` tasks of its scope with their agents (delivered, acked or running) at once in
+    its network; beyond it, a task waits `created` for a slot (Task.waiting_cap). hub_tasks.caps."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_id, editable=False)
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="caps")
+    scope = models.CharField(max_length=8, choices=CapScope.choices)
+    # The runtime or the skill; empty for scope "all".
+    value = models.CharField(max_length=200, blank=True, default="")
+    limit = models.PositiveIntegerField()
+    created_by = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["network", "scope", "value"], name="cap_unique_scope")]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return self.scope if self.scope == CapScope.ALL else f"{self.scope} {self.value}"
+
+    def as_row(self, used: int) -> dict[str, Any]:
+        return {
+            "cap_id": self.id,
+            "network_id": self.network_id,
+            "scope": self.scope,
+            "value": self.value or None,
+            "limit": self.limit,
+            "used": used,
+            "created_by": self.created_by,
+            "created_at": timestamp(self.created_at),
+            "updated_at": timestamp(self.updated_at),
+        }
+
+
+class CapSlot(models.Model):
+    """One task holding a slot of a cap while it is with its agent; deleted when it leaves."""
+
+    cap = models.ForeignKey(Cap, on_delete=models.CASCADE, related_name="slots")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="cap_slots")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cap", "task"], name="capslot_unique_task")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} in {self.cap_id}"

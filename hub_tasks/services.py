@@ -28,6 +28,7 @@ from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
 from hub_tasks import limits
+from hub_tasks.caps import caps_admit, caps_take
 from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import (
     HUB,
@@ -48,6 +49,7 @@ from hub_tasks.models import (
     TERMINAL,
     TRANSITIONS,
     UNTIL_RELEASED,
+    Cap,
     Completion,
     DeliveredVia,
     InboxMessage,
@@ -247,6 +249,12 @@ def task_send(
         new.status, new.delivered_at = TaskStatus.CREATED, None
         new.dependencies_pending = pending or None
         new.expires_at = UNTIL_RELEASED  # its TTL counts from its release
+    slots: list[Cap] = []
+    if new.status == TaskStatus.DELIVERED:
+        full, slots = caps_admit(new)  # locks the caps it matches; nothing when the network has none
+        if full is not None:  # beyond a cap: it waits for a slot (hub_tasks.caps), its TTL from then
+            new.status, new.delivered_at = TaskStatus.CREATED, None
+            new.waiting_cap, new.expires_at = full.pk, UNTIL_RELEASED
     earlier = Task.objects.filter(network_id=network, sender_key=actor.key, client_request_id=request_id)
     if request_id is not None and (first := earlier.first()) is not None:
         return _repeated_send(first, new, now=now)
@@ -259,6 +267,7 @@ def task_send(
         except IntegrityError:
             return _repeated_send(earlier.get(), new, now=now)
     task_record_creation(new, actor=actor.label, now=now, detail=f"sent by {sender}")
+    caps_take(new, slots, now=now)
     if dependencies:
         TaskDependency.objects.bulk_create(
             TaskDependency(task=new, depends_on=d, settled_at=now if d.status in TERMINAL else None)

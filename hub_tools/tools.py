@@ -22,6 +22,7 @@ from django.dispatch import receiver
 from hub_agents.actors import Actor
 from hub_tools import (
     approval_tools,
+    cap_tools,
     channel_tools,
     fleet_tools,
     inbox_tools,
@@ -55,6 +56,7 @@ MODULES = (
     search_tools,
     node_tools,
     schedule_tools,
+    cap_tools,
 )
 
 

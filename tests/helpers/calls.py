@@ -79,6 +79,10 @@ schedule_pause = _tool("schedule_pause")
 schedule_resume = _tool("schedule_resume")
 schedule_run_now = _tool("schedule_run_now")
 schedule_delete = _tool("schedule_delete")
+# Beyond the contract: concurrency caps.
+cap_set = _tool("cap_set")
+cap_list = _tool("cap_list")
+cap_delete = _tool("cap_delete")
 
 
 def send_task_id(actor: Actor, task: str, *, alias: str = "coder", from_session: str = "lead", **extra: Any) -> str:

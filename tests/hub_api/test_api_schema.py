@@ -80,6 +80,10 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "schedule_resume": ("/api/v1/schedules/{schedule_id}/resume", "post", "200", []),
     "schedule_run_now": ("/api/v1/schedules/{schedule_id}/run", "post", "200", []),
     "schedule_delete": ("/api/v1/schedules/{schedule_id}/delete", "post", "200", []),
+    # Beyond the contract: concurrency caps.
+    "cap_list": ("/api/v1/caps", "get", "200", None),
+    "cap_set": ("/api/v1/caps", "post", "200", ["scope", "limit"]),
+    "cap_delete": ("/api/v1/caps/{cap_id}/delete", "post", "200", []),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
     # Beyond the tools: webhooks, for owners and admins (REST only).
@@ -116,6 +120,7 @@ QUERY_PARAMETERS = {
     "list_nodes": {"network_id"},
     "node_commands": {"node_id", "command_id", "limit", "network_id"},
     "schedule_list": {"schedule_id", "network_id", "limit"},
+    "cap_list": {"network_id"},
     "whoami": set(),
 }
 REFUSALS = ["400", "401", "403", "404", "409"]

@@ -1,0 +1,104 @@
+"""Concurrency caps, the operator's side: cap_set, cap_delete (owners and admins, audited) and
+cap_list. How a cap holds and releases work is hub_tasks.caps (and hub_tasks.lifecycle)."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from hub_agents.actors import Actor
+from hub_agents.audit import audit_record
+from hub_agents.models import AuditEntry
+from hub_core.errors import HubError, invalid_argument, permission_denied
+from hub_core.events import sealed_atomic
+from hub_fleet.results import Row
+from hub_tasks.lifecycle import cap_waiters_readmit, caps_release
+from hub_tasks.models import Cap, CapScope, CapSlot, Task, TaskStatus
+
+# The audit log's action for every change of a cap (`change` in its detail says which).
+AUDIT_ACTION = AuditEntry.Action.CAP_CHANGED
+
+
+def _check_administer(actor: Actor, network_id: str) -> None:
+    actor.check_write(network_id)  # a viewer hears what every write tells a viewer
+    if not actor.can_administer(network_id):
+        raise permission_denied(f"Only the owners and admins of network {network_id} change its caps.")
+
+
+def _audit(actor: Actor, cap: Cap, change: str, **detail: object) -> None:
+    audit_record(
+        network_id=cap.network_id, action=AUDIT_ACTION, actor=actor.label, target=f"cap {cap.label} ({cap.pk})",
+        change=change, **detail,
+    )  # fmt: skip
+
+
+def _value(scope: str, value: str | None) -> str:
+    if scope == CapScope.ALL:
+        if value:
+            raise invalid_argument("value", 'is not taken by scope "all": leave it out')
+        return ""
+    if not value:
+        raise invalid_argument("value", f"names the {scope} scope {scope!r} caps: give it")
+    return value
+
+
+def _row(cap: Cap) -> Row:
+    return cap.as_row(CapSlot.objects.filter(cap=cap).count())
+
+
+@sealed_atomic
+def cap_set(*, actor: Actor, scope: str, limit: int, value: str | None = None, network_id: str | None = None) -> Row:
+    """cap_set: at most `limit` tasks of the scope with their agents at once (all runs, a runtime's,
+    or a skill's); a cap of that scope is changed. A raised cap releases waiting tasks at once."""
+    network = actor.writable_network(network_id)
+    _check_administer(actor, network)
+    value = _value(scope, value)
+    now = timezone.now()
+    cap = Cap.objects.select_for_update().filter(network_id=network, scope=scope, value=value).first()
+    if cap is None:
+        try:
+            with transaction.atomic():  # a savepoint: a concurrent cap_set of the same scope may win
+                cap = Cap.objects.create(
+                    network_id=network, scope=scope, value=value, limit=limit, created_by=actor.label, created_at=now,
+                    updated_at=now,
+                )  # fmt: skip
+        except IntegrityError:
+            cap = Cap.objects.select_for_update().get(network_id=network, scope=scope, value=value)
+        else:
+            _audit(actor, cap, "created", limit=limit)
+            return _row(cap)
+    if cap.limit != limit:
+        _audit(actor, cap, "changed", limit=limit, was=cap.limit)
+        cap.limit, cap.updated_at = limit, now
+        cap.save(update_fields=["limit", "updated_at"])
+        caps_release(network, now=now)
+    return _row(cap)
+
+
+def _lock(actor: Actor, cap_id: str) -> Cap:
+    cap = Cap.objects.select_for_update().filter(pk=cap_id, network_id__in=actor.readable_networks()).first()
+    if cap is None:
+        raise HubError("cap_not_found", f"No cap {cap_id!r} in your networks; cap_list shows them.", status=404)
+    _check_administer(actor, cap.network_id)
+    return cap
+
+
+@sealed_atomic
+def cap_delete(*, actor: Actor, cap_id: str) -> None:
+    """cap_delete: the cap goes; the tasks that waited for its slots wait for no more (or for
+    another cap of theirs that is full)."""
+    cap = _lock(actor, cap_id)
+    now = timezone.now()
+    _audit(actor, cap, "deleted", limit=cap.limit)
+    network = cap.network_id
+    waiting = list(Task.objects.filter(waiting_cap=cap.pk, status=TaskStatus.CREATED).values_list("pk", flat=True))
+    cap.delete()
+    cap_waiters_readmit(network, waiting, now=now)
+
+
+def caps_list(*, actor: Actor, network_id: str | None = None) -> list[Row]:
+    """cap_list: the caps of the caller's networks, each with its slots used now."""
+    caps = Cap.objects.filter(network_id__in=actor.readable_networks(network_id)).order_by(
+        "network_id", "scope", "value"
+    )
+    return [_row(cap) for cap in caps]
