@@ -37,7 +37,7 @@ from hub_agents.services import network_create, network_policy_set, token_authen
 from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_schedules.models import Schedule, ScheduleRun
-from hub_tasks.models import Completion, InboxMessage, Question, Task
+from hub_tasks.models import Cap, Completion, InboxMessage, Question, Task
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 from tests.helpers.access import (
     assert_answered,
@@ -49,6 +49,7 @@ from tests.helpers.access import (
 from tests.helpers.calls import (
     ask_operator,
     cancel_task,
+    cap_set,
     channel_create,
     channel_post,
     node_command,
@@ -125,6 +126,9 @@ CALLS: dict[str, dict[str, Any]] = {
     "schedule_resume": {"schedule_id": "@schedule_paused"},
     "schedule_run_now": {"schedule_id": "@schedule"},
     "schedule_delete": {"schedule_id": "@schedule"},
+    "cap_set": {"scope": "skill", "value": "rust", "limit": 5},
+    "cap_list": {},
+    "cap_delete": {"cap_id": "@cap"},
 }
 
 # The documented answers, by hand. Each row: the answers to the callers in CALLERS' order, in an open
@@ -173,6 +177,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "list_nodes": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "node_commands": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "schedule_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
+    "cap_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "broadcast": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "answer_question": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "decide_approval": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
@@ -187,6 +192,9 @@ EXPECTED: dict[str, tuple[str, str]] = {
         "denied denied denied denied ok denied denied",
     ),
     "schedule_delete": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    # owners and admins change caps, whatever the policy (a cap names no caller)
+    "cap_set": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    "cap_delete": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
 }
 CODES = {"alias": "alias_not_yours", "denied": "permission_denied"}
 # What each refused caller's alias_not_yours says it is (the rule that refused it).
@@ -242,6 +250,7 @@ class Side:
     command: str  # an admin's pause of a-coder on a-node, not yet answered
     schedule: str  # a schedule sending to a-coder, running
     schedule_paused: str  # another, paused
+    cap: str  # a cap on the skill gpu (no task needs it)
 
     def value(self, template: Any) -> Any:
         if isinstance(template, dict):
@@ -294,6 +303,7 @@ def build_side(policy: str) -> Side:
         for name in ("nightly", "paused")
     )
     schedule_pause(actor=admin, schedule_id=schedule_paused)
+    cap = cap_set(actor=admin, scope="skill", value="gpu", limit=3)["cap"]["cap_id"]
     if policy == "strict":
         network_policy_set(network=network, policy=IdentityPolicy.STRICT, by="test")
     return Side(
@@ -311,6 +321,7 @@ def build_side(policy: str) -> Side:
         command=command,
         schedule=schedule,
         schedule_paused=schedule_paused,
+        cap=cap,
     )
 
 
@@ -389,6 +400,10 @@ def assert_effect(side: Side, tool: str, body: dict[str, Any]) -> None:
         assert ScheduleRun.objects.get(schedule_id=side.schedule).task.to_name == "a-coder"
     elif tool == "schedule_delete":
         assert not Schedule.objects.filter(pk=side.schedule).exists()
+    elif tool == "cap_set":
+        assert Cap.objects.get(pk=body["cap"]["cap_id"]).value == "rust"
+    elif tool == "cap_delete":
+        assert not Cap.objects.filter(pk=side.cap).exists()
     else:  # the reads without a caller: the network's own data
         assert side.network.pk in json.dumps(body) or "a-coder" in json.dumps(body), body
 

@@ -37,6 +37,7 @@ from django.urls import resolve
 from hub_agents.models import AgentSession, Network, Node, NodeCommand
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
 from hub_api.agents import urlpatterns as agent_urlpatterns
+from hub_api.caps import urlpatterns as cap_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
 from hub_api.schedules import urlpatterns as schedule_urlpatterns
 from hub_api.search import urlpatterns as search_urlpatterns
@@ -46,7 +47,7 @@ from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel
 from hub_schedules.models import Schedule
 from hub_search.models import SearchEntry
-from hub_tasks.models import Completion, InboxMessage, Question, Task
+from hub_tasks.models import Cap, Completion, InboxMessage, Question, Task
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
 from hub_webhooks.models import Delivery, Subscription
 from hub_webhooks.services import webhook_create, webhook_set_active
@@ -67,6 +68,7 @@ from tests.helpers.access import (
 from tests.helpers.calls import (
     ask_operator,
     cancel_task,
+    cap_set,
     channel_create,
     channel_post,
     claim_task,
@@ -93,7 +95,7 @@ VIEWER_REFUSAL = "Your role in network {} is viewer: it may read but not write."
 READ_TOOLS = {tool.name for tool in TOOLS if tool.read_only}
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval", "node_command", "schedule_create", "schedule_pause", "schedule_resume"}
-ADMIN_TOOLS |= {"schedule_run_now", "schedule_delete"}
+ADMIN_TOOLS |= {"schedule_run_now", "schedule_delete", "cap_set", "cap_delete"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
 
 # --- the two networks ------------------------------------------------------------------------------
@@ -136,6 +138,8 @@ class World:
     a_schedule_paused: str
     b_schedule: str  # B's, running; its name holds B's secret
     b_schedule_paused: str  # B's, paused
+    a_cap: str  # A's cap on a skill no task needs (its name says a-coder, whose data a reader finds)
+    b_cap: str  # B's, on a skill whose name holds B's secret
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -271,6 +275,10 @@ def build_world() -> World:
     )
     schedule_pause(actor=a_boss, schedule_id=a_schedule_paused)
     schedule_pause(actor=b_boss, schedule_id=b_schedule_paused)
+    a_cap, b_cap = (
+        cap_set(actor=boss, scope="skill", value=value, limit=3)["cap"]["cap_id"]
+        for boss, value in ((a_boss, "a-coder-gpu"), (b_boss, f"{SECRET}-gpu"))
+    )
 
     users = {}
     roles_of = {
@@ -321,6 +329,8 @@ def build_world() -> World:
         a_schedule_paused=a_schedule_paused,
         b_schedule=b_schedule,
         b_schedule_paused=b_schedule_paused,
+        a_cap=a_cap,
+        b_cap=b_cap,
         users=users,
     )
 
@@ -524,6 +534,11 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     ),
     "schedule_run_now-b_schedule": ("schedule_run_now", {"schedule_id": "@b_schedule"}, "schedule_not_found"),
     "schedule_delete-b_schedule": ("schedule_delete", {"schedule_id": "@b_schedule"}, "schedule_not_found"),
+    # caps: B's, on a skill whose name holds B's secret
+    "cap_list": ("cap_list", {}, None),
+    "cap_list-network_b": ("cap_list", {"network_id": "@b"}, "permission_denied"),
+    "cap_set-network_b": ("cap_set", {"scope": "all", "limit": 1, "network_id": "@b"}, "permission_denied"),
+    "cap_delete-b_cap": ("cap_delete", {"cap_id": "@b_cap"}, "cap_not_found"),
 }
 
 
@@ -609,6 +624,10 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
         if arguments.get("schedule_id"):
             schedules = schedules.filter(pk=arguments["schedule_id"])
         assert {row["schedule_id"] for row in body["schedules"]} == set(schedules.values_list("pk", flat=True))
+    elif tool == "cap_list":
+        assert {row["cap_id"] for row in body["caps"]} == set(
+            Cap.objects.filter(network_id=a).values_list("pk", flat=True)
+        )
     else:
         raise AssertionError(f"no check for an answered {tool}")
 
@@ -712,6 +731,8 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "schedule_resume": {"schedule_id": "@a_schedule_paused"},
     "schedule_run_now": {"schedule_id": "@a_schedule"},
     "schedule_delete": {"schedule_id": "@a_schedule"},
+    "cap_set": {"scope": "all", "limit": 1},
+    "cap_delete": {"cap_id": "@a_cap"},
 }
 # case id -> (tool, arguments, expected refusal code; None: answered with A's data). A viewer reads, but
 # acts as no agent (hub_agents.identity): naming the alias reading (an inbox's, a channel member's,
@@ -737,6 +758,7 @@ VIEWER_READS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "list_nodes": ("list_nodes", {}, None),
     "node_commands": ("node_commands", {}, None),
     "schedule_list": ("schedule_list", {}, None),
+    "cap_list": ("cap_list", {}, None),
 }
 # What each refused read would have shown a member: none of it reaches the viewer.
 VIEWER_READ_MARKS = {"get_inbox-a_coder": "A live task", "channel_read-a_coder": "A post", "search-a_coder": "A post"}
@@ -1202,6 +1224,7 @@ def all_endpoints() -> set[tuple[str, str]]:
             *search_urlpatterns,
             *webhook_urlpatterns,
             *schedule_urlpatterns,
+            *cap_urlpatterns,
         ]
         for method in ("get", "post")
         if hasattr(pattern.callback.cls, method)
