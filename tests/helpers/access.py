@@ -37,6 +37,8 @@ from hub_schedules.models import Schedule, ScheduleRun
 from hub_search.models import SearchEntry
 from hub_tasks.models import (
     AgentUsage,
+    Cap,
+    CapSlot,
     Completion,
     InboxMessage,
     Question,
@@ -111,6 +113,10 @@ ROUTES: dict[str, tuple[str, str]] = {
     "schedule_resume": ("post", "schedules/{schedule_id}/resume"),
     "schedule_run_now": ("post", "schedules/{schedule_id}/run"),
     "schedule_delete": ("post", "schedules/{schedule_id}/delete"),
+    # Beyond the contract: concurrency caps.
+    "cap_list": ("get", "caps"),
+    "cap_set": ("post", "caps"),
+    "cap_delete": ("post", "caps/{cap_id}/delete"),
 }
 
 # Beyond the tools, REST only: webhooks (hub_tools.webhook_tools), for a network's owners and admins.
@@ -134,6 +140,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "webhook_not_found": (404, "webhook_not_found"),
     "schedule_not_found": (404, "schedule_not_found"),
     "command_not_found": (404, "command_not_found"),
+    "cap_not_found": (404, "cap_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
     "alias_not_yours": (403, "alias_not_yours"),
@@ -245,6 +252,8 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "replay_keys": (ReplayKey, "network"),
     "schedules": (Schedule, "network_id"),
     "schedule_runs": (ScheduleRun, "schedule__network_id"),
+    "caps": (Cap, "network_id"),
+    "cap_slots": (CapSlot, "cap__network_id"),
 }
 
 
