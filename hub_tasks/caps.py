@@ -102,9 +102,11 @@ def caps_releasable(network_id: str, *, now: datetime) -> list[tuple[Task, Cap]]
         for task_id in waiting.order_by(priority_rank(), "created_at", "pk").values_list("pk", flat=True):
             if used.get(cap.pk, 0) >= cap.limit:
                 break
-            task = Task.objects.select_for_update().filter(pk=task_id).first()
+            # Skip a waiting task another transaction holds (cancelling or reassigning it, which may
+            # itself wait for these caps): never wait for a task's lock while holding the caps'.
+            task = Task.objects.select_for_update(skip_locked=True).filter(pk=task_id).first()
             if task is None or task.status != TaskStatus.CREATED or task.waiting_cap != cap.pk:
-                continue  # cancelled or moved while it waited
+                continue  # cancelled or moved while it waited, or held by another transaction now
             matched = _matching(task, caps)
             full = next((other for other in matched if used.get(other.pk, 0) >= other.limit), None)
             if full is not None:  # another of its caps is full: it waits for that one now

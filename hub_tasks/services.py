@@ -32,6 +32,7 @@ from hub_tasks.caps import caps_admit, caps_take
 from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import (
     HUB,
+    cap_wait,
     dependency_failed,
     inbox_deliver,
     leases_renew,
@@ -595,6 +596,8 @@ def task_retry(*, actor: Actor, task_id: str, from_session: str | None = None) -
     detail = f"retried by {sender}"
     if waits or reopens:
         detail += ": waits for its dependencies or not_before" if waits else ": back in the open pool"
+    elif cap_wait(task, now=now):  # delivered at once, unless a full cap holds it
+        waits, detail = True, f"{detail}: waits for a slot of a cap"
     task_transition(
         task,
         Move.RETRY,
@@ -602,7 +605,7 @@ def task_retry(*, actor: Actor, task_id: str, from_session: str | None = None) -
         actor=actor.label,
         now=now,
         detail=detail,
-        fields=["expires_at", "result", "dead_lettered_at", "dependencies_pending"],
+        fields=["expires_at", "result", "dead_lettered_at", "dependencies_pending", "waiting_cap", "retry_at"],
     )
     if reopens:
         open_task_announce(task)
@@ -637,6 +640,11 @@ def task_reassign(*, actor: Actor, task_id: str, new_alias: str, from_session: s
     # Who does the work changes, not when: a task waiting for its dependencies or its not_before
     # keeps waiting, for its new agent (a retry's backoff, the old agent's failure, ends here).
     waits = task.status == TaskStatus.CREATED and waits_for_its_work(task, now)
+    if task.status == TaskStatus.CREATED and not waits:  # its first delivery, or a retry's: a cap may hold it
+        capped, task.waiting_cap = task.waiting_cap is not None, None
+        waits = cap_wait(task, now=now)
+        if capped and not waits:  # its TTL counts from this delivery, as from a cap's release
+            task.expires_at = now + timedelta(seconds=task.ttl_seconds or settings.COMMHUB_DEFAULT_TTL_SECONDS)
     task_transition(
         task,
         Move.REASSIGN,
@@ -644,7 +652,7 @@ def task_reassign(*, actor: Actor, task_id: str, new_alias: str, from_session: s
         actor=actor.label,
         now=now,
         detail=f"{old_alias} → {new_alias} by {sender}",
-        fields=["to_name", "dependencies_pending"],
+        fields=["to_name", "dependencies_pending", "waiting_cap", "expires_at", "retry_at"],
         notify=[old_alias],
         by=sender,
     )

@@ -19,9 +19,11 @@ from tests.helpers.calls import (
     claim_task,
     get_task,
     list_tasks,
+    reassign_task,
     report_completion,
     report_node,
     report_status,
+    retry_task,
     send_task,
     send_task_id,
 )
@@ -143,3 +145,22 @@ def test_another_networks_cap_is_not_found(owner, outsider):
     cap = cap_set(actor=owner, scope="all", limit=3)["cap"]
     assert refused(cap_delete, actor=outsider, cap_id=cap["cap_id"]).code == "cap_not_found"
     assert cap_list(actor=outsider)["caps"] == []
+
+
+def test_a_retry_or_a_reassign_waits_for_a_full_cap_like_a_send(owner, agent, clock):
+    cap_set(actor=owner, scope="all", limit=1)
+    first = send_task_id(agent, "first")
+    failed = send_task_id(agent, "second")
+    cancel_task(actor=agent, task_id=failed)
+    retry_task(actor=agent, task_id=failed)
+    assert blocked(agent) == {failed}
+    clock.tick(1)
+    waiting = send_task_id(agent, "third")
+    reassign_task(actor=agent, task_id=waiting, new_alias="helper")
+    assert blocked(agent) == {failed, waiting}
+
+    reply(agent, first)
+    assert with_agent(agent, [first, failed, waiting]) == [failed]
+    reply(agent, failed)
+    assert with_agent(agent, [waiting]) == [waiting]
+    assert get_task(actor=agent, task_id=waiting)["task"]["to_name"] == "helper"
