@@ -133,6 +133,8 @@ TASK_COLUMNS = (
     "required_skills",
     # Caps its agent's node enforces per run (null: none given); the hub only carries them.
     "budget_usd", "budget_tokens",
+    # The concurrency cap whose slot it waits for (null: none; cap_list shows the caps).
+    "waiting_cap",
 )  # fmt: skip
 
 

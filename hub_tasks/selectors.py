@@ -99,7 +99,7 @@ def task_rows(
 ) -> TaskListing:
     """list_tasks's read: newest tasks matching the filters; `stats` counts the whole scope by status.
     `dead_letter`: only tasks that failed their last automatic retry; `blocked`: only tasks held
-    created for their dependencies or their not_before."""
+    created for their dependencies, their not_before or a slot of a concurrency cap."""
     networks = actor.readable_networks(network_id)
     tasks = Task.objects.filter(network_id__in=networks)
     if alias is not None:

@@ -72,6 +72,7 @@ def test_a_raised_cap_releases_at_once_and_a_deleted_one_releases_all(owner, age
         ids.append(send_task_id(agent, f"job {n}"))
         clock.tick(1)
     assert with_agent(agent, ids) == ids[:1]
+    assert {get_task(actor=agent, task_id=task_id)["task"]["waiting_cap"] for task_id in ids} == {None, cap["cap_id"]}
     assert cap_set(actor=owner, scope="all", limit=2)["cap"] == {
         **cap,
         "limit": 2,
@@ -81,6 +82,7 @@ def test_a_raised_cap_releases_at_once_and_a_deleted_one_releases_all(owner, age
     assert with_agent(agent, ids) == ids[:2]
     cap_delete(actor=owner, cap_id=cap["cap_id"])
     assert with_agent(agent, ids) == ids
+    assert get_task(actor=agent, task_id=ids[-1])["task"]["waiting_cap"] is None
     assert cap_list(actor=agent)["caps"] == []
     changes = AuditEntry.objects.filter(action=AuditEntry.Action.CAP_CHANGED).order_by("pk")
     assert [entry.detail["change"] for entry in changes] == ["created", "changed", "deleted"]
