@@ -32,6 +32,7 @@ from hub_webhooks.services import webhook_create
 from tests.helpers.calls import (
     broadcast,
     cancel_task,
+    cap_set,
     decide_approval,
     node_command,
     report_completion,
@@ -577,6 +578,7 @@ def everything(network, agent, online, boss, make_actor) -> None:
         actor=agent, node_id="node-1", agents=[{"alias": "coder", "runtime": "sdk", "concurrency": 1, "running": 0}]
     )
     node_command(actor=make_actor(network, "owner"), node_id="node-1", kind="pause", alias="coder")
+    cap_set(actor=make_actor(network, "owner"), scope="runtime", value="codex", limit=2)
 
 
 def test_the_admin_index_and_every_changelist_and_change_page_render(staff, everything):
@@ -597,6 +599,7 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         "hub_webhooks.Delivery",
         "hub_schedules.Schedule",
         "hub_schedules.ScheduleRun",
+        "hub_tasks.Cap",
     }
     for model in models:
         info = (model._meta.app_label, model._meta.model_name)

@@ -25,6 +25,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 import hub_api.agents
+import hub_api.caps
 import hub_api.channels
 import hub_api.schedules
 import hub_api.search
@@ -119,6 +120,9 @@ ENDPOINTS = [
     # Beyond the contract: nodes.
     Endpoint("get", "nodes", "list_nodes"),
     Endpoint("post", "nodes/report", "report_node"),
+    Endpoint("get", "nodes/commands", "node_commands"),
+    Endpoint("post", "nodes/commands", "node_command"),
+    Endpoint("post", "nodes/commands/<str:command_id>/ack", "node_command_ack"),
     # Beyond the tools: webhooks (REST only; the fuzzing token is a member's, so every one that gets
     # past its arguments is refused: no URL is resolved).
     Endpoint("get", "webhooks", "webhook_list"),
@@ -135,6 +139,10 @@ ENDPOINTS = [
     Endpoint("post", "schedules/<str:schedule_id>/resume", "schedule_resume"),
     Endpoint("post", "schedules/<str:schedule_id>/run", "schedule_run_now"),
     Endpoint("post", "schedules/<str:schedule_id>/delete", "schedule_delete"),
+    # Beyond the contract: concurrency caps (the fuzzing token is a member's: every change is refused).
+    Endpoint("get", "caps", "cap_list"),
+    Endpoint("post", "caps", "cap_set"),
+    Endpoint("post", "caps/<str:cap_id>/delete", "cap_delete"),
 ]
 GETS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "get"]
 POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
@@ -150,6 +158,7 @@ def test_the_fuzzed_endpoints_are_every_endpoint_in_the_url_conf() -> None:
             *hub_api.search.urlpatterns,
             *hub_api.webhooks.urlpatterns,
             *hub_api.schedules.urlpatterns,
+            *hub_api.caps.urlpatterns,
         ]
         for method in ("get", "post", "put", "patch", "delete")
         if hasattr(pattern.callback.cls, method)
@@ -455,6 +464,10 @@ BASE_BODIES = {
     "schedule_resume": {},
     "schedule_run_now": {},
     "schedule_delete": {},
+    "node_command": {"node_id": "box-1", "kind": "pause"},
+    "node_command_ack": {"ok": True},
+    "cap_set": {"scope": "runtime", "value": "codex", "limit": 2},
+    "cap_delete": {},
 }
 BAD_NUMBERS = {
     "10**400": 10**400,

@@ -308,6 +308,10 @@ def base_arguments(hostile_world: World) -> dict[str, dict[str, Any]]:
         "schedule_resume": {"schedule_id": "sch_0000000000000000"},
         "schedule_run_now": {"schedule_id": "sch_0000000000000000"},
         "schedule_delete": {"schedule_id": "sch_0000000000000000"},
+        # Concurrency caps (an id no cap has: arguments are refused before it is looked up).
+        "cap_set": {"scope": "runtime", "value": "codex", "limit": 2},
+        "cap_list": {},
+        "cap_delete": {"cap_id": "00000000-0000-0000-0000-000000000000"},
     }
 
 
