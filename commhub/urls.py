@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from commhub.health import healthz
 from commhub.login_guard import AdminLoginForm
 from commhub.metrics import metrics_view
 from hub_api.cards import hub_card_view, key_set_view
 from hub_api.errors import api_not_found
+from hub_api.schema import SchemaView
 from hub_live.sse import event_stream
 from hub_mcp.views import mcp_endpoint, well_known_not_found
 
@@ -25,7 +26,7 @@ api = [
     path("", include("hub_api.caps")),
     path("", include("hub_api.cards")),
     path("", include("hub_api.whoami")),
-    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("schema", SchemaView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: the pages' CSP runs no inline script.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     re_path(r"^(?P<path>.*)$", api_not_found),

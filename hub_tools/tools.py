@@ -70,6 +70,7 @@ def _build() -> list[Tool]:
 
 TOOLS: list[Tool] = []
 TOOLS_BY_NAME: dict[str, Tool] = {}
+BUILDS = [0]  # how many times the specs were built: what is derived from them is derived again after one
 
 
 def rebuild() -> None:
@@ -78,6 +79,7 @@ def rebuild() -> None:
     TOOLS[:] = built
     TOOLS_BY_NAME.clear()
     TOOLS_BY_NAME.update((tool.name, tool) for tool in built)
+    BUILDS[0] += 1
 
 
 @receiver(setting_changed)
