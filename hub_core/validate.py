@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from django.utils.dateparse import parse_datetime
 
-from hub_core.errors import invalid_argument
+from hub_core.errors import invalid_argument, unusable_argument
 
 ID_MAX = 200  # aliases, resume ids, sender names, node ids, network ids, task ids
 TEXT_MAX = 10_000  # free text: a task, its context, a message, a reply, a session's task
@@ -178,5 +178,5 @@ def moment(field: str, value: object) -> datetime | None:
         parsed = parsed.replace(tzinfo=UTC)
     try:
         return parsed.astimezone(UTC)
-    except OverflowError:
-        raise invalid_argument(field, f"is outside the calendar once in UTC (got {raw!r})") from None
+    except OverflowError:  # a date-time the schema admits (RFC 3339): 409, not 400
+        raise unusable_argument(field, f"is outside the calendar once in UTC (got {raw!r})") from None
