@@ -17,7 +17,7 @@ class JSONObjectParser(BaseParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> dict[str, Any]:
         # The body as /mcp reads it (hub_core.body), not DRF's stream: one reader, one limit.
         raw = read_body(parser_context["request"]._request)
-        if not raw.strip():
+        if not raw:  # no body: the tool's arguments are all optional (a blank one is no JSON: 400)
             return {}
         try:
             body = json.loads(raw)

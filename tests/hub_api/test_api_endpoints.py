@@ -617,6 +617,7 @@ def test_an_argument_given_both_in_the_path_and_the_request_is_refused(
     ("body", "error"),
     [
         ("{", "invalid_json"),
+        ("\n", "invalid_json"),
         ('{"alias": "coder", "task": "t"', "invalid_json"),
         (b"\xff\xfe", "invalid_json"),
         ("[1, 2]", "invalid_json"),
