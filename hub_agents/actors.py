@@ -82,6 +82,12 @@ class Actor:
     def can_administer(self, network_id: str) -> bool:
         return self.roles.get(network_id) in ADMIN_ROLES
 
+    def check_administer(self, network_id: str, *, changes: str) -> None:
+        """Owners and admins only (a viewer hears what every write tells a viewer first)."""
+        self.check_write(network_id)
+        if not self.can_administer(network_id):
+            raise permission_denied(f"Only the owners and admins of network {network_id} change its {changes}.")
+
     def _check_member(self, network_id: str) -> None:
         if network_id not in self.roles:
             raise permission_denied(f"You are not a member of network {network_id!r}.")

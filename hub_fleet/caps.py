@@ -9,7 +9,7 @@ from django.utils import timezone
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
-from hub_core.errors import HubError, invalid_argument, permission_denied
+from hub_core.errors import HubError, invalid_argument
 from hub_core.events import sealed_atomic
 from hub_fleet.results import Row
 from hub_tasks.lifecycle import cap_waiters_readmit, caps_release
@@ -17,12 +17,6 @@ from hub_tasks.models import Cap, CapScope, CapSlot, Task, TaskStatus
 
 # The audit log's action for every change of a cap (`change` in its detail says which).
 AUDIT_ACTION = AuditEntry.Action.CAP_CHANGED
-
-
-def _check_administer(actor: Actor, network_id: str) -> None:
-    actor.check_write(network_id)  # a viewer hears what every write tells a viewer
-    if not actor.can_administer(network_id):
-        raise permission_denied(f"Only the owners and admins of network {network_id} change its caps.")
 
 
 def _audit(actor: Actor, cap: Cap, change: str, **detail: object) -> None:
@@ -51,7 +45,7 @@ def cap_set(*, actor: Actor, scope: str, limit: int, value: str | None = None, n
     """cap_set: at most `limit` tasks of the scope with their agents at once (all runs, a runtime's,
     or a skill's); a cap of that scope is changed. A raised cap releases waiting tasks at once."""
     network = actor.writable_network(network_id)
-    _check_administer(actor, network)
+    actor.check_administer(network, changes="caps")
     value = _value(scope, value)
     now = timezone.now()
     cap = Cap.objects.select_for_update().filter(network_id=network, scope=scope, value=value).first()
@@ -79,7 +73,7 @@ def _lock(actor: Actor, cap_id: str) -> Cap:
     cap = Cap.objects.select_for_update().filter(pk=cap_id, network_id__in=actor.readable_networks()).first()
     if cap is None:
         raise HubError("cap_not_found", f"No cap {cap_id!r} in your networks; cap_list shows them.", status=404)
-    _check_administer(actor, cap.network_id)
+    actor.check_administer(cap.network_id, changes="caps")
     return cap
 
 

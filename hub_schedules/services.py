@@ -24,7 +24,7 @@ from django.utils import timezone
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry, Role
-from hub_core.errors import HubError, invalid_argument, permission_denied
+from hub_core.errors import HubError, invalid_argument
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
 from hub_schedules.models import MISSED_AFTER, Missed, Overlap, Schedule, ScheduleRun
@@ -76,12 +76,6 @@ def _check_target(alias: str | None, required_skills: list[str] | None) -> str:
     return alias
 
 
-def _check_administer(actor: Actor, network_id: str) -> None:
-    actor.check_write(network_id)  # a viewer hears what every write tells a viewer
-    if not actor.can_administer(network_id):
-        raise permission_denied(f"Only the owners and admins of network {network_id} change its schedules.")
-
-
 def schedule_audit(actor: Actor | str, schedule: Schedule, change: str, **detail: object) -> None:
     audit_record(
         network_id=schedule.network_id,
@@ -120,7 +114,7 @@ def schedule_create(
     interval_seconds (from now), to an alias or to the pool by required_skills; time_zone: UTC unless said."""
     time_zone = time_zone or "UTC"
     network = actor.writable_network(network_id)
-    _check_administer(actor, network)
+    actor.check_administer(network, changes="schedules")
     schedule_when_check(cron, interval_seconds, time_zone)
     target = _check_target(alias, required_skills)
     if Schedule.objects.filter(network_id=network, name=name).exists():
@@ -172,7 +166,7 @@ def _lock(actor: Actor, schedule_id: str) -> Schedule:
         raise HubError(
             "schedule_not_found", f"No schedule {schedule_id!r} in your networks; schedule_list shows them.", status=404
         )
-    _check_administer(actor, schedule.network_id)
+    actor.check_administer(schedule.network_id, changes="schedules")
     return schedule
 
 
