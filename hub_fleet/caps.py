@@ -4,6 +4,7 @@ cap_list. How a cap holds and releases work is hub_tasks.caps (and hub_tasks.lif
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from hub_agents.actors import Actor
@@ -36,8 +37,21 @@ def _value(scope: str, value: str | None) -> str:
     return value
 
 
+def _rows(caps: list[Cap]) -> list[Row]:
+    """Each cap as cap_list shows it: with its slots used now and the tasks waiting for one."""
+    ids = [cap.pk for cap in caps]
+    used = dict(CapSlot.objects.filter(cap__in=ids).values_list("cap").annotate(n=Count("pk")).order_by())
+    waiting = dict(
+        Task.objects.filter(waiting_cap__in=ids, status=TaskStatus.CREATED)
+        .values_list("waiting_cap")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    return [{**cap.as_row(used.get(cap.pk, 0)), "waiting": waiting.get(cap.pk, 0)} for cap in caps]
+
+
 def _row(cap: Cap) -> Row:
-    return cap.as_row(CapSlot.objects.filter(cap=cap).count())
+    return _rows([cap])[0]
 
 
 @sealed_atomic
@@ -91,8 +105,9 @@ def cap_delete(*, actor: Actor, cap_id: str) -> None:
 
 
 def caps_list(*, actor: Actor, network_id: str | None = None) -> list[Row]:
-    """cap_list: the caps of the caller's networks, each with its slots used now."""
+    """cap_list: the caps of the caller's networks, each with its slots used now and the tasks
+    waiting for one (three reads, however many caps)."""
     caps = Cap.objects.filter(network_id__in=actor.readable_networks(network_id)).order_by(
         "network_id", "scope", "value"
     )
-    return [_row(cap) for cap in caps]
+    return _rows(list(caps))

@@ -62,7 +62,7 @@ def specs() -> list[Tool]:
         Tool(
             name="cap_list",
             title="List concurrency caps",
-            description="The network's caps: scope, value, limit and the slots used now.",
+            description="The network's caps: scope, value, limit, the slots used now and the tasks waiting for one.",
             params={"network_id": A.NETWORK_ID},
             service=caps_list,
             render=_caps,

@@ -73,10 +73,12 @@ def test_a_raised_cap_releases_at_once_and_a_deleted_one_releases_all(owner, age
         clock.tick(1)
     assert with_agent(agent, ids) == ids[:1]
     assert {get_task(actor=agent, task_id=task_id)["task"]["waiting_cap"] for task_id in ids} == {None, cap["cap_id"]}
+    assert [(row["used"], row["waiting"]) for row in cap_list(actor=agent)["caps"]] == [(1, 3)]
     assert cap_set(actor=owner, scope="all", limit=2)["cap"] == {
         **cap,
         "limit": 2,
         "used": 2,
+        "waiting": 2,
         "updated_at": "2026-04-12T10:00:04.000Z",
     }
     assert with_agent(agent, ids) == ids[:2]
