@@ -8,6 +8,8 @@ from bench.load import Row
 # one-SELECT view (the issue's targets), delivery and scale with nothing.
 WRITES = {"send_task", "ack_inbox", "report_status", "report_completion", "agent loop (5 calls)", "POST /api/v1/tasks"}
 INSERT, SELECT, ECHO = "Django view: INSERT+SELECT", "Django view: SELECT", "raw ASGI echo"
+# ../shared/perf/limit_app.py: get_inbox as one prepared SELECT on a raw ASGI app (issue 29's yardstick).
+LIMIT = "limit app: get_inbox"
 EMBEDDED = "embedded "  # the group prefix of rows measured on the embedded default (SQLite, daphne)
 COMPARED = ("mcp", "rest", "wsgi")
 
@@ -24,18 +26,21 @@ def reference_rate(rows: list[Row], row: Row, name: str) -> float | None:
 
 def table(rows: list[Row], *, memory: tuple[list[float], list[float]] | None) -> str:
     lines = [
-        "| group | what | clients | req/s | p50 ms | p99 ms | errors | vs Django view | vs ASGI echo |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| group | what | clients | req/s | p50 ms | p99 ms | errors | vs Django view | vs limit app | vs ASGI echo |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         kind = row.group.removeprefix(EMBEDDED)
         versus_view = _ratio(row.rate, reference_rate(rows, row, reference_of(row))) if kind in COMPARED else ""
         throughput = kind in ("reference", *COMPARED)
+        reads = kind in COMPARED and reference_of(row) == SELECT
+        versus_limit = _ratio(row.rate, reference_rate(rows, row, LIMIT)) if reads else ""
         versus_echo = _ratio(row.rate, reference_rate(rows, row, ECHO)) if throughput else ""
         rate = f"{row.rate:,.0f}" if throughput or kind == "memory" else ""
         lines.append(
             f"| {row.group} | {row.name}{f' ({row.note})' if row.note else ''} | {row.clients} | {rate} | "
-            f"{row.percentile(0.5):.1f} | {row.percentile(0.99):.1f} | {row.errors} | {versus_view} | {versus_echo} |"
+            f"{row.percentile(0.5):.1f} | {row.percentile(0.99):.1f} | {row.errors} | "
+            f"{versus_view} | {versus_limit} | {versus_echo} |"
         )
     if memory:
         before, after = memory

@@ -14,6 +14,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = Path("/tmp/commhub-bench")
+# The stack's speed limit for get_inbox (issue 29): a raw ASGI app beside the project, not part of it.
+LIMIT_APP = ROOT.parent / "shared" / "perf"
 
 
 def free_port() -> int:
@@ -94,3 +96,13 @@ def wsgi(app: str, *, workers: int, threads: int = 1) -> list[str]:
         sys.executable, "-m", "gunicorn", app, "--bind", "127.0.0.1:{port}", "--workers", str(workers),
         "--threads", str(threads), "--log-level", "warning",
     ]  # fmt: skip
+
+
+def limit_app(*, workers: int) -> list[str]:
+    """The reference app (../shared/perf/limit_app.py) served exactly as the hub is."""
+    return [*asgi("limit_app:app", workers=workers), "--pythonpath", str(LIMIT_APP)]
+
+
+def limit_env(*, database_url: str, token: str, network_id: str) -> dict[str, str]:
+    """The reference app reads the hub's database and knows one bearer token (the load's)."""
+    return {"LIMIT_DSN": database_url, "LIMIT_TOKENS": f"{token}={network_id}"}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from bench import calls
 from bench.load import Call, Row, measure
-from bench.report import ECHO, INSERT, SELECT
+from bench.report import ECHO, INSERT, LIMIT, SELECT
 from bench.seed import PENDING, Seeds
 
 CLIENTS = (1, 16, 64)
@@ -27,27 +27,32 @@ async def run(
     prefix: str = "",
     echo: str | None = None,
     classic: str | None = None,
+    limit: str | None = None,
     clients: tuple[int, ...] = CLIENTS,
 ) -> list[Row]:
-    """`full`: every cell; otherwise only those the issue's targets read (bench.targets)."""
+    """`full`: every cell; otherwise only those the issue's targets read (bench.targets). `limit`: the
+    reference app's address (bench.server.limit_app), measured beside the hub at each client count."""
     rows = []
     headers = calls.bearer(seeds.operator_token)
     for count in clients:
-        for group, name, call, note in _cells(url, seeds, count, full=full, echo=echo, classic=classic):
+        for group, name, call, note in _cells(url, seeds, count, full=full, echo=echo, classic=classic, limit=limit):
             row = await measure(prefix + group, name, call, clients=count, seconds=seconds, headers=headers)
             row.note = note
             rows.append(row)
     return rows
 
 
-def _cells(url: str, seeds: Seeds, clients: int, *, full: bool, echo: str | None, classic: str | None) -> list[Cell]:
+def _cells(
+    url: str, seeds: Seeds, clients: int, *, full: bool, echo: str | None, classic: str | None, limit: str | None
+) -> list[Cell]:
     pending = f"{PENDING} pending"
     send: Callable[[int], dict[str, str]] = lambda n: {"alias": f"load-{n}", "task": "bench"}  # noqa: E731
+    inbox: Callable[[int], dict[str, str]] = lambda n: {"alias": f"inbox-{n}"}  # noqa: E731
     cells: list[Cell] = [
         ("reference", INSERT, calls.plain(url, "/bench/insert", post=True), ""),
         ("reference", SELECT, calls.plain(url, "/bench/select", post=False), ""),
         ("mcp", "send_task", calls.mcp(url, "send_task", send), ""),
-        ("mcp", "get_inbox", calls.mcp(url, "get_inbox", lambda n: {"alias": f"inbox-{n}"}), pending),
+        ("mcp", "get_inbox", calls.mcp(url, "get_inbox", inbox), pending),
         ("mcp", "ack_inbox", calls.acks(url, seeds.acks.get(clients, {}), clients), ""),
         ("mcp", "report_status", calls.mcp(url, "report_status", heartbeat), ""),
         ("mcp", "report_completion", calls.mcp(url, "report_completion", completion), ""),
@@ -56,6 +61,8 @@ def _cells(url: str, seeds: Seeds, clients: int, *, full: bool, echo: str | None
         ("rest", "POST /api/v1/tasks", calls.rest_send(url), ""),
         ("rest", "GET /api/v1/sessions/{alias}/inbox", calls.rest_inbox(url), pending),
     ]
+    if limit:  # the same 10 pending messages of the same aliases, read by the reference app
+        cells.insert(2, ("reference", LIMIT, calls.mcp(limit, "get_inbox", inbox), pending))
     if not full:
         return cells
     extra: list[Cell] = [("mcp", "list_tasks", calls.mcp(url, "list_tasks", lambda n: {}), "")]
