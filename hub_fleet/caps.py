@@ -33,7 +33,7 @@ def _value(scope: str, value: str | None) -> str:
             raise invalid_argument("value", 'is not taken by scope "all": leave it out')
         return ""
     if not value:
-        raise invalid_argument("value", f"names the {scope} scope {scope!r} caps: give it")
+        raise invalid_argument("value", f"names the {scope} the cap counts: give it")
     return value
 
 
