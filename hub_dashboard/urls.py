@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 from django.views.decorators.gzip import gzip_page
 
-from hub_dashboard import approvals, channels, nodes, schedules, tokens, views, webhooks
+from hub_dashboard import approvals, channels, limits, nodes, schedules, tokens, views, webhooks
 from hub_dashboard import search as search_views
 from hub_dashboard.forms import LoginForm
 
@@ -22,6 +22,9 @@ urlpatterns = [
     path("fleet/", gzip_page(views.fleet_page), name="fleet"),
     path("nodes/", gzip_page(nodes.nodes_page), name="nodes"),
     path("nodes/<str:node_id>/command/", nodes.node_command_action, name="node_command"),
+    path("limits/", gzip_page(limits.limits_page), name="limits"),
+    path("limits/caps/", limits.cap_set_action, name="cap_set"),
+    path("limits/caps/<str:cap_id>/delete/", limits.cap_delete_action, name="cap_delete"),
     path("tasks/", gzip_page(views.tasks_page), name="tasks"),
     path("tasks/<str:task_id>/", gzip_page(views.task_detail), name="task"),
     path("tasks/<str:task_id>/<str:action>/", views.task_action, name="task_action"),

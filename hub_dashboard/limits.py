@@ -1,0 +1,115 @@
+"""The Limits page ("Caps and budgets"): what holds a network's work back, one section each, for
+everyone in it; the forms and buttons that change them for its owners and admins. Every write goes
+through the tool registry (cap_set, cap_delete), the same door as MCP's and REST's.
+
+A section is a template (dashboard/_caps.html) given its rows and its form by one function here
+(_caps); _page renders them all, with the form a failed POST sends back in place of a fresh one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from hub_core import validate
+from hub_core.errors import HubError
+from hub_dashboard.views import Desk
+from hub_dashboard.wording import refusal_for_operator
+from hub_tasks.models import CapScope
+from hub_tools.cap_tools import LIMIT_MAX
+from hub_tools.tools import invoke
+
+# Each scope's name in the table, and what it counts, in the form's choices.
+SCOPES = {
+    CapScope.ALL: ("network", "every run in the network"),
+    CapScope.RUNTIME: ("runtime", "the runs of one runtime"),
+    CapScope.SKILL: ("skill", "the tasks needing one skill"),
+}
+
+
+class CapForm(forms.Form):
+    scope = forms.ChoiceField(
+        choices=[(scope, f"{name.capitalize()}: {counts}") for scope, (name, counts) in SCOPES.items()],
+        initial=CapScope.ALL,
+    )
+    value = forms.CharField(
+        label="Runtime or skill",
+        max_length=validate.ID_MAX,
+        required=False,
+        help_text="claude, codex, command, or a skill tasks require; empty for the network.",
+    )
+    limit = forms.IntegerField(
+        min_value=1, max_value=LIMIT_MAX, help_text="Tasks of the scope with their agents at once."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, auto_id="cap-%s", **kwargs)  # ids apart from the other sections' forms
+
+    def arguments(self) -> dict[str, Any]:
+        """cap_set's arguments: what was filled in."""
+        return {name: value for name, value in self.cleaned_data.items() if value not in (None, "")}
+
+
+def _caps(desk: Desk, form: CapForm | None = None) -> dict[str, Any]:
+    """The caps section's context: the caps with their slots and waiters, and (for owners and
+    admins) the form."""
+    caps = invoke("cap_list", desk.actor, {"network_id": desk.network_id})
+    for cap in caps:
+        cap["scope_name"], cap["counts"] = SCOPES[cap["scope"]]
+        cap["full"] = cap["used"] >= cap["limit"]
+    return {"caps": caps, "cap_form": form or CapForm()}
+
+
+def _page(request: HttpRequest, desk: Desk, *, status: int = 200, cap_form: CapForm | None = None) -> HttpResponse:
+    # Under Nodes (its header links here): the top bar has no room for one more.
+    context = desk.context(**_caps(desk, cap_form), section="nodes", live=True)
+    return render(request, "dashboard/limits.html", context, status=status)
+
+
+@login_required
+def limits_page(request: HttpRequest) -> HttpResponse:
+    desk = Desk(request)
+    if desk.network_id is None:
+        return render(request, "dashboard/no_network.html", desk.context())
+    if request.GET.get("fragment") == "caps":  # a run began or ended: the caps' table alone
+        return render(request, "dashboard/_cap_list.html", desk.context(**_caps(desk)))
+    return _page(request, desk)
+
+
+@login_required
+@require_POST
+def cap_set_action(request: HttpRequest) -> HttpResponse:
+    desk = Desk(request)
+    if desk.network_id is None:
+        return render(request, "dashboard/no_network.html", desk.context())
+    form = CapForm(request.POST)
+    if form.is_valid():
+        try:
+            cap = invoke("cap_set", desk.actor, {**form.arguments(), "network_id": desk.network_id})
+        except HubError as refusal:
+            shown = refusal_for_operator(refusal)
+            form.add_error(shown.field if shown.field in form.fields else None, shown.text)
+        else:
+            what = SCOPES[cap["scope"]][0] + (f" {cap['value']}" if cap["value"] else "")
+            messages.success(request, f"Cap set: {what}, at most {cap['limit']} at once ({cap['used']} now).")
+            return redirect(reverse("dashboard:limits") + "#caps")
+    return _page(request, desk, status=400, cap_form=form)
+
+
+@login_required
+@require_POST
+def cap_delete_action(request: HttpRequest, cap_id: str) -> HttpResponse:
+    desk = Desk(request)
+    try:
+        invoke("cap_delete", desk.actor, {"cap_id": cap_id})
+    except HubError as refusal:
+        messages.error(request, refusal_for_operator(refusal).text)
+    else:
+        messages.success(request, "Cap deleted: the tasks that waited for it go ahead, unless another cap holds them.")
+    return redirect(reverse("dashboard:limits") + "#caps")
