@@ -336,6 +336,7 @@ class AuditEntry(models.Model):
         NODE_COMMAND_SENT = "node.command_sent"
         SCHEDULE_CHANGED = "schedule.changed"
         CAP_CHANGED = "cap.changed"
+        BUDGET_CHANGED = "budget.changed"
 
     # Plain ids, not foreign keys: the record of a network's deletion outlives the network.
     # Empty for what happens outside any network (a login lockout): superusers see it in the admin.

@@ -69,6 +69,7 @@ class EventType(StrEnum):
     NODE_UPDATED = "node_updated"
     NODE_COMMAND = "node_command"
     NODE_COMMAND_UPDATED = "node_command_updated"
+    BUDGET_UPDATED = "budget_updated"
 
 
 # Each event type's payload is declared by the app that publishes it (its `events.py`: one frozen

@@ -1,4 +1,5 @@
-"""hub_fleet's error codes (hub_core.errors catalogue): claiming from the open pool, concurrency caps."""
+"""hub_fleet's error codes (hub_core.errors catalogue): claiming from the open pool, concurrency caps,
+budgets."""
 
 from __future__ import annotations
 
@@ -15,5 +16,6 @@ codes_declare(
         "at_capacity": (409, "The alias holds its max_concurrent tasks already."),
         "cap_full": (409, "A concurrency cap the open task matches has every slot taken."),
         "cap_not_found": (404, "No such concurrency cap in your networks."),
+        "budget_not_found": (404, "No such budget in your networks."),
     },
 )

@@ -27,6 +27,7 @@ from hub_core.errors import HubError
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
 from hub_fleet.results import Row, TaskClaimed
+from hub_tasks.budgets import budget_exhausted, budget_holding
 from hub_tasks.caps import caps_admit, caps_take
 from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import leases_renew, task_settle, task_transition
@@ -126,6 +127,9 @@ def task_claim(*, actor: Actor, task_id: str, alias: str, network_id: str | None
             status=409,
             cap_id=full.pk,
         )
+    spent = budget_holding(task, now=now)  # the claimer's budget or the network's, after the caps
+    if spent is not None:  # hold or refuse alike: the task stays in the pool, for a claim once it allows
+        raise budget_exhausted(spent, now=now)
     caps_take(task, slots, now=now)
     task.delivered_at, task.first_read_at = now, now
     task_transition(

@@ -21,6 +21,7 @@ from datetime import datetime
 from django.db.models import Count
 
 from hub_agents.models import AgentSession, Node
+from hub_tasks.budgets import budget_holding
 from hub_tasks.models import Cap, CapScope, CapSlot, Task, TaskStatus, priority_rank
 
 
@@ -112,6 +113,11 @@ def caps_releasable(network_id: str, *, now: datetime) -> list[tuple[Task, Cap]]
             if full is not None:  # another of its caps is full: it waits for that one now
                 task.waiting_cap = full.pk
                 task.save(update_fields=["waiting_cap"])
+                continue
+            spent = budget_holding(task, now=now)  # the caps' locks are held: budgets come after them
+            if spent is not None:  # a budget of its scope was spent while it waited: it waits for that now
+                task.waiting_cap, task.waiting_budget = None, spent.pk
+                task.save(update_fields=["waiting_cap", "waiting_budget"])
                 continue
             caps_take(task, matched, now=now)
             for other in matched:

@@ -23,6 +23,7 @@ codes_declare(
         "message_already_acked": (409, "The inbox message was acknowledged already."),
         "question_not_found": (404, "No such question in your networks."),
         "question_answered": (409, "The question has been answered already."),
+        "budget_exhausted": (409, "A budget of the task's scope is spent for its period and refuses new work."),
     },
 )
 

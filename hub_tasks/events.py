@@ -174,3 +174,25 @@ class QuestionAnswered(EventPayload):
     task_id: str
     asked_by: str
     answered_by: str
+
+
+@dataclass(frozen=True)
+class BudgetUpdated(EventPayload):
+    """A budget (hub_tasks.budgets) changed state: "warned" (80 % spent, once a period), "reached"
+    (100 %: new work for its scope waits or is refused) or "released" (raised, deleted or its period
+    turned: what waited is delivered). alias: its agent (null: the whole network); spent and limits
+    of its period now; message_id: the notice sent with it (null: none)."""
+
+    event_type = EventType.BUDGET_UPDATED
+    touches = (Touch("fleet", audience=True), Touch("nodes"))
+
+    budget_id: str
+    alias: str | None
+    period: str
+    state: str
+    spent_usd: float
+    spent_tokens: int
+    limit_usd: float | None
+    limit_tokens: int | None
+    percent: float
+    message_id: str | None

@@ -33,6 +33,7 @@ from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.formats import timestamp
 from hub_core.metrics import DEAD_LETTERS, LEASE_LAPSES, RETRIES, count_on_commit
 from hub_tasks import limits
+from hub_tasks.budgets import budget_holding, holds
 from hub_tasks.caps import caps_admit, caps_releasable, caps_take, slots_free
 from hub_tasks.counts import counts_changed
 from hub_tasks.deadlines import deadline_may_lower, deadlines_raise, networks_past_deadline
@@ -44,6 +45,7 @@ from hub_tasks.models import (
     UNTIL_RELEASED,
     WAITING,
     AttemptOutcome,
+    Budget,
     InboxMessage,
     Move,
     OnDependencyFailure,
@@ -160,9 +162,32 @@ def cap_waiters_readmit(network_id: str, task_ids: list[str], *, now: datetime) 
             continue
         task.waiting_cap = None
         if cap_wait(task, now=now):
-            task.save(update_fields=["waiting_cap", "expires_at", "retry_at"])
+            task.save(update_fields=HOLD_FIELDS)
             continue
         _cap_deliver(task, "its cap removed", now=now)
+
+
+def budget_waiters_release(network_id: str, *, now: datetime) -> int:
+    """The tasks waiting for a budget that holds nothing now (raised, deleted, or its period turned):
+    each, by priority then age, is delivered, or waits for another spent budget or a full cap of its
+    own. The caller holds the network's caps' and budgets' row locks, in that order, so two releasers
+    take turns; each task is locked skipping one another transaction holds (it re-admits it itself).
+    How many were delivered."""
+    holding = [b.pk for b in Budget.objects.filter(network_id=network_id, reached_for__isnull=False) if holds(b, now)]
+    waiting = Task.objects.filter(network_id=network_id, waiting_budget__isnull=False, status=TaskStatus.CREATED)
+    waiting = waiting.exclude(waiting_budget__in=holding).order_by(priority_rank(), "created_at", "pk")
+    delivered = 0
+    for task_id in waiting.values_list("pk", flat=True):
+        task = Task.objects.select_for_update(skip_locked=True).filter(pk=task_id).first()
+        if task is None or task.status != TaskStatus.CREATED or task.waiting_budget in (None, *holding):
+            continue  # cancelled or moved while it waited, or held by another transaction now
+        task.waiting_budget = None
+        if cap_wait(task, now=now):
+            task.save(update_fields=HOLD_FIELDS)
+            continue
+        _cap_deliver(task, "its budget allows it again", now=now)
+        delivered += 1
+    return delivered
 
 
 def _cap_deliver(task: Task, why: str, *, now: datetime) -> None:
@@ -171,21 +196,30 @@ def _cap_deliver(task: Task, why: str, *, now: datetime) -> None:
     task.result = None
     task_transition(
         task, Move.RELEASE, TaskStatus.DELIVERED, actor=HUB, now=now, detail=why,
-        fields=["expires_at", "result", "waiting_cap"],
+        fields=["expires_at", "result", "waiting_cap", "waiting_budget"],
     )  # fmt: skip
     task_deliver_again(task, now=now, message_id=task.task_id if first else None)
 
 
+# What cap_wait may change on a task that waits: its callers save these.
+HOLD_FIELDS = ["waiting_cap", "waiting_budget", "expires_at", "retry_at"]
+
+
 def cap_wait(task: Task, *, now: datetime) -> bool:
-    """Before a held task's delivery: whether a full cap makes it wait (its waiting_cap set, its
-    deadline counted from its release; the caller saves); if not, it takes its slots."""
+    """Before a held task's delivery: whether a spent budget of its scope (hub_tasks.budgets) or a
+    full cap makes it wait (its waiting_budget or waiting_cap set, its deadline counted from its
+    release; the caller saves HOLD_FIELDS); if not, it takes its slots. The caps are locked first,
+    then the budgets: the order every writer takes them in."""
     full, caps = caps_admit(task)
-    if full is None:
+    spent = budget_holding(task, now=now)
+    if full is None and spent is None:
         caps_take(task, caps, now=now)
+        task.waiting_budget = None
         return False
-    task.waiting_cap = full.pk
+    task.waiting_budget = spent.pk if spent is not None else None
+    task.waiting_cap = full.pk if spent is None and full is not None else None
     task.expires_at = UNTIL_RELEASED
-    task.retry_at = None  # a retry's time has come; now it waits for the slot only
+    task.retry_at = None  # a retry's time has come; now it waits for the slot or the budget only
     return True
 
 
@@ -506,7 +540,7 @@ def _release(task: Task, *, now: datetime) -> None:
     that waited for its dependencies or its not_before delivered for the first time, its TTL counted
     from now."""
     if cap_wait(task, now=now):
-        task.save(update_fields=["waiting_cap", "expires_at", "retry_at"])
+        task.save(update_fields=HOLD_FIELDS)
         return
     first = task.delivered_at is None
     if first:

@@ -102,11 +102,13 @@ class OnDependencyFailure(models.TextChoices):
 UNTIL_RELEASED = datetime(9999, 1, 1, tzinfo=UTC)
 
 
-# Held before a first delivery, for dependencies, a not_before or a slot of a cap (list_tasks blocked).
+# Held before a first delivery, for dependencies, a not_before, a slot of a cap or a spent budget
+# (list_tasks blocked).
 BLOCKED = Q(status=TaskStatus.CREATED, retry_at__isnull=True) & (
     Q(dependencies_pending__isnull=False)
     | Q(not_before__isnull=False, delivered_at__isnull=True)
     | Q(waiting_cap__isnull=False)
+    | Q(waiting_budget__isnull=False)
 )
 
 
@@ -135,6 +137,8 @@ TASK_COLUMNS = (
     "budget_usd", "budget_tokens",
     # The concurrency cap whose slot it waits for (null: none; cap_list shows the caps).
     "waiting_cap",
+    # The spent budget it waits for (null: none; budget_list shows the budgets).
+    "waiting_budget",
 )  # fmt: skip
 
 
@@ -188,6 +192,9 @@ class Task(models.Model):
     # The cap (its id) whose slot it waits for before its first delivery (null: none); hub_tasks.caps.
     # A plain id, not a foreign key: adding it never rebuilds the table on SQLite.
     waiting_cap = models.CharField(max_length=36, null=True, blank=True, help_text="Waits for a slot of this cap.")
+    # The budget (its id) that is spent for its period, which its delivery waits for (null: none);
+    # hub_tasks.budgets. A plain id too, for the same reason.
+    waiting_budget = models.CharField(max_length=36, null=True, blank=True, help_text="Waits for this budget.")
 
     class Meta:
         constraints = [
@@ -203,6 +210,12 @@ class Task(models.Model):
             models.Index(fields=["network", "from_name"], name="task_network_from"),
             # A cap's release finds the tasks waiting for its slots.
             models.Index(fields=["waiting_cap"], condition=Q(waiting_cap__isnull=False), name="task_waiting_cap"),
+            # ... and a budget's, the tasks waiting for it.
+            models.Index(
+                fields=["network", "waiting_budget"],
+                condition=Q(waiting_budget__isnull=False),
+                name="task_waiting_budget",
+            ),
             # The expiry sweep looks only at tasks still waiting to be picked up.
             models.Index(
                 fields=["network", "expires_at"],
@@ -245,12 +258,13 @@ class Task(models.Model):
 
     def is_held(self) -> bool:
         """Out of every inbox until released: waiting out a retry's backoff (retry_at), for its
-        dependencies, for its not_before, or for a slot of a cap."""
+        dependencies, for its not_before, for a slot of a cap, or for a spent budget."""
         return self.status == TaskStatus.CREATED and (
             self.retry_at is not None
             or bool(self.dependencies_pending)
             or self.scheduled_at is not None
             or self.waiting_cap is not None
+            or self.waiting_budget is not None
         )
 
     def is_open(self) -> bool:
@@ -269,6 +283,7 @@ class Task(models.Model):
             self.is_held()
             and not self.dependencies_pending
             and self.waiting_cap is None  # released by hub_tasks.caps as runs of its scope end
+            and self.waiting_budget is None  # released when its budget is raised or its period turns
             and all(at is None or at <= now for at in (self.retry_at, self.scheduled_at))
         )
 
@@ -697,3 +712,58 @@ class CapSlot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id} in {self.cap_id}"
+
+
+class BudgetPeriod(models.TextChoices):
+    """The span a budget counts: the day or the month, by the hub's local date as AgentUsage's days."""
+
+    DAY = "day"
+    MONTH = "month"
+
+
+class OnLimit(models.TextChoices):
+    """What a spent budget does to new work for its scope: it waits, or its send is refused."""
+
+    HOLD = "hold"
+    REFUSE = "refuse"
+
+
+class Budget(models.Model):
+    """At most `limit_usd` and/or `limit_tokens` of runs' reported usage per day or month, for the
+    network (alias "") or one agent. At 80 % a warning is sent once a period (warned_for); at 100 %
+    (reached_for) new work for its scope waits (Task.waiting_budget) or is refused. hub_tasks.budgets."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_id, editable=False)
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="budgets")
+    # The agent whose runs it counts; "" for every run of the network.
+    alias = models.CharField(max_length=200, blank=True, default="")
+    period = models.CharField(max_length=8, choices=BudgetPeriod.choices)
+    limit_usd = models.FloatField(null=True, blank=True)
+    limit_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    on_limit = models.CharField(max_length=8, choices=OnLimit.choices, default=OnLimit.HOLD)
+    # The first day of the period whose 80 % warning was sent, and of the one in which it reached
+    # 100 % (null: none yet). Set under the budget's row lock: each once a period.
+    warned_for = models.DateField(null=True, blank=True)
+    reached_for = models.DateField(null=True, blank=True)
+    created_by = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["network", "alias", "period"], name="budget_unique_scope"),
+            models.CheckConstraint(
+                condition=Q(limit_usd__isnull=False) | Q(limit_tokens__isnull=False), name="budget_has_a_limit"
+            ),
+        ]
+        indexes = [
+            # Admission reads only the budgets that are spent: mostly none.
+            models.Index(fields=["network", "alias"], condition=Q(reached_for__isnull=False), name="budget_reached"),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"{self.period} of {f'agent {self.alias}' if self.alias else 'the network'}"

@@ -28,9 +28,11 @@ from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
 from hub_tasks import limits
+from hub_tasks.budgets import budget_exhausted, budget_holding
 from hub_tasks.caps import caps_admit, caps_take
 from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import (
+    HOLD_FIELDS,
     HUB,
     cap_wait,
     dependency_failed,
@@ -56,6 +58,7 @@ from hub_tasks.models import (
     InboxMessage,
     Move,
     OnDependencyFailure,
+    OnLimit,
     OnLost,
     Priority,
     Task,
@@ -251,14 +254,23 @@ def task_send(
         new.dependencies_pending = pending or None
         new.expires_at = UNTIL_RELEASED  # its TTL counts from its release
     slots: list[Cap] = []
+    full = None
     if new.status == TaskStatus.DELIVERED:
         full, slots = caps_admit(new)  # locks the caps it matches; nothing when the network has none
-        if full is not None:  # beyond a cap: it waits for a slot (hub_tasks.caps), its TTL from then
-            new.status, new.delivered_at = TaskStatus.CREATED, None
-            new.waiting_cap, new.expires_at = full.pk, UNTIL_RELEASED
+    # After the caps (their lock order): one indexed read, and nothing more unless a budget is spent.
+    spent = budget_holding(new, now=now)
+    refused = spent if spent is not None and spent.on_limit == OnLimit.REFUSE else None
+    if new.status == TaskStatus.DELIVERED and refused is None and (spent is not None or full is not None):
+        # A spent budget of its scope, or beyond a cap: it waits (hub_tasks.budgets, hub_tasks.caps),
+        # its TTL counted from its release.
+        new.status, new.delivered_at, new.expires_at, slots = TaskStatus.CREATED, None, UNTIL_RELEASED, []
+        new.waiting_budget = spent.pk if spent is not None else None
+        new.waiting_cap = full.pk if spent is None and full is not None else None
     earlier = Task.objects.filter(network_id=network, sender_key=actor.key, client_request_id=request_id)
     if request_id is not None and (first := earlier.first()) is not None:
         return _repeated_send(first, new, now=now)
+    if refused is not None:  # after the repeat's answer: a send that was taken stays taken
+        raise budget_exhausted(refused, now=now)
     if request_id is None:
         new.save(force_insert=True)  # no request id, no twin to race: no savepoint
     else:
@@ -596,8 +608,9 @@ def task_retry(*, actor: Actor, task_id: str, from_session: str | None = None) -
     detail = f"retried by {sender}"
     if waits or reopens:
         detail += ": waits for its dependencies or not_before" if waits else ": back in the open pool"
-    elif cap_wait(task, now=now):  # delivered at once, unless a full cap holds it
-        waits, detail = True, f"{detail}: waits for a slot of a cap"
+    elif cap_wait(task, now=now):  # delivered at once, unless a spent budget or a full cap holds it
+        waits = True
+        detail += ": waits for its budget" if task.waiting_budget else ": waits for a slot of a cap"
     task_transition(
         task,
         Move.RETRY,
@@ -605,7 +618,7 @@ def task_retry(*, actor: Actor, task_id: str, from_session: str | None = None) -
         actor=actor.label,
         now=now,
         detail=detail,
-        fields=["expires_at", "result", "dead_lettered_at", "dependencies_pending", "waiting_cap", "retry_at"],
+        fields=["result", "dead_lettered_at", "dependencies_pending", *HOLD_FIELDS],
     )
     if reopens:
         open_task_announce(task)
@@ -641,7 +654,8 @@ def task_reassign(*, actor: Actor, task_id: str, new_alias: str, from_session: s
     # keeps waiting, for its new agent (a retry's backoff, the old agent's failure, ends here).
     waits = task.status == TaskStatus.CREATED and waits_for_its_work(task, now)
     if task.status == TaskStatus.CREATED and not waits:  # its first delivery, or a retry's: a cap may hold it
-        capped, task.waiting_cap = task.waiting_cap is not None, None
+        capped = task.waiting_cap is not None or task.waiting_budget is not None
+        task.waiting_cap = task.waiting_budget = None
         waits = cap_wait(task, now=now)
         if capped and not waits:  # its TTL counts from this delivery, as from a cap's release
             task.expires_at = now + timedelta(seconds=task.ttl_seconds or settings.COMMHUB_DEFAULT_TTL_SECONDS)
@@ -652,7 +666,7 @@ def task_reassign(*, actor: Actor, task_id: str, new_alias: str, from_session: s
         actor=actor.label,
         now=now,
         detail=f"{old_alias} → {new_alias} by {sender}",
-        fields=["to_name", "dependencies_pending", "waiting_cap", "expires_at", "retry_at"],
+        fields=["to_name", "dependencies_pending", *HOLD_FIELDS],
         notify=[old_alias],
         by=sender,
     )

@@ -1,5 +1,6 @@
 """What a run used (tokens in and out, cost, model, duration): stored on the task's attempt it was
-reported for, and summed per agent, model and day (AgentUsage) for the dashboard and /metrics.
+reported for, and summed per agent, model and day (AgentUsage) for the dashboard, /metrics and the
+budgets (hub_tasks.spending assesses them as each report adds to a day).
 
 A run is reported by report_completion and by send_reply (a failed run: send_reply status=failed,
 then report_completion). Each field of an attempt is set once, by the first report that gives it, so
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from hub_core.errors import invalid_argument
 from hub_tasks.models import AgentUsage, Task, TaskAttempt
+from hub_tasks.spending import budgets_account
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,9 @@ def usage_record(
         return
     attempt.save(update_fields=changed)
     if fresh_usage:
-        _add_to_day(network_id, attempt.alias, usage, now or timezone.now())
+        now = now or timezone.now()
+        _add_to_day(network_id, attempt.alias, usage, now)
+        budgets_account(network_id=network_id, alias=attempt.alias, task_id=attempt.task_id, now=now)
 
 
 def _add_to_day(network_id: str, alias: str, usage: RunUsage, now: datetime) -> None:

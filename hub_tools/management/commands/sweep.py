@@ -1,6 +1,7 @@
 """`manage.py sweep`: settle every network's due tasks (deadlines, lapsed leases, retries), expire
 the approvals nobody decided in time and the node commands no node acknowledged, fire the recurring
-schedules' due runs (hub_schedules: each due time once across sweepers), delete channel
+schedules' due runs (hub_schedules: each due time once across sweepers), release the tasks that
+waited for a budget whose period turned (hub_fleet.budgets), delete channel
 posts past their age limit and replay keys older than hub_tools.models.REPLAY_KEY_DAYS (7 days),
 now and then.
 
@@ -26,6 +27,7 @@ from hub_agents.models import Network
 from hub_agents.services import node_commands_expire_due
 from hub_approvals.services import approvals_expire_due
 from hub_channels.services import channels_retention_sweep
+from hub_fleet.budgets import budgets_sweep
 from hub_schedules.services import schedules_fire_due
 from hub_tasks.lifecycle import tasks_expire_due
 from hub_tools.replays import replay_keys_prune
@@ -67,17 +69,19 @@ class Command(BaseCommand):
         expired = approvals_expire_due(network_ids=networks)
         commands = node_commands_expire_due()
         scheduled = schedules_fire_due()
+        released = budgets_sweep()
         aged = channels_retention_sweep()
         keys = replay_keys_prune()
-        if (settled or expired or commands or scheduled or aged or keys) and verbosity >= 1:
+        if (settled or expired or commands or scheduled or released or aged or keys) and verbosity >= 1:
             # Logged, not written to stdout: under COMMHUB_LOG_FORMAT=json every line is a JSON object.
             logger.info(
-                "settled %s tasks, expired %s approvals and %s node commands, sent %s scheduled tasks, deleted "
-                "%s aged posts and %s old replay keys",
+                "settled %s tasks, expired %s approvals and %s node commands, sent %s scheduled tasks, released "
+                "%s tasks whose budget turned, deleted %s aged posts and %s old replay keys",
                 settled,
                 expired,
                 commands,
                 scheduled,
+                released,
                 aged,
                 keys,
             )
