@@ -24,6 +24,7 @@ api = [
     path("", include("hub_api.webhooks")),
     path("", include("hub_api.schedules")),
     path("", include("hub_api.caps")),
+    path("", include("hub_api.budgets")),
     path("", include("hub_api.cards")),
     path("", include("hub_api.whoami")),
     path("schema", SchemaView.as_view(), name="schema"),

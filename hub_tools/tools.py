@@ -22,6 +22,7 @@ from django.dispatch import receiver
 from hub_agents.actors import Actor
 from hub_tools import (
     approval_tools,
+    budget_tools,
     cap_tools,
     channel_tools,
     fleet_tools,
@@ -57,6 +58,7 @@ MODULES = (
     node_tools,
     schedule_tools,
     cap_tools,
+    budget_tools,
 )
 
 

@@ -37,7 +37,7 @@ from hub_agents.services import network_create, network_policy_set, token_authen
 from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel, ChannelMember, ChannelPost
 from hub_schedules.models import Schedule, ScheduleRun
-from hub_tasks.models import Cap, Completion, InboxMessage, Question, Task
+from hub_tasks.models import Budget, Cap, Completion, InboxMessage, Question, Task
 from hub_tools.tools import TOOLS, TOOLS_BY_NAME
 from tests.helpers.access import (
     assert_answered,
@@ -48,6 +48,7 @@ from tests.helpers.access import (
 )
 from tests.helpers.calls import (
     ask_operator,
+    budget_set,
     cancel_task,
     cap_set,
     channel_create,
@@ -129,6 +130,10 @@ CALLS: dict[str, dict[str, Any]] = {
     "cap_set": {"scope": "skill", "value": "rust", "limit": 5},
     "cap_list": {},
     "cap_delete": {"cap_id": "@cap"},
+    # a budget's alias names the agent whose runs it counts, not its caller
+    "budget_set": {"period": "month", "alias": "a-coder", "limit_usd": 3},
+    "budget_list": {},
+    "budget_delete": {"budget_id": "@budget"},
 }
 
 # The documented answers, by hand. Each row: the answers to the callers in CALLERS' order, in an open
@@ -178,6 +183,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "node_commands": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "schedule_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "cap_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
+    "budget_list": ("ok ok ok ok ok ok ok", "ok ok ok ok ok ok ok"),
     "broadcast": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "answer_question": ("ok ok ok ok ok denied denied", "ok ok ok ok ok denied denied"),
     "decide_approval": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
@@ -195,6 +201,9 @@ EXPECTED: dict[str, tuple[str, str]] = {
     # owners and admins change caps, whatever the policy (a cap names no caller)
     "cap_set": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
     "cap_delete": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    # owners and admins change budgets, whatever the policy (a budget's alias is not its caller)
+    "budget_set": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
+    "budget_delete": ("denied denied denied denied ok denied denied", "denied denied denied denied ok denied denied"),
 }
 CODES = {"alias": "alias_not_yours", "denied": "permission_denied"}
 # What each refused caller's alias_not_yours says it is (the rule that refused it).
@@ -251,6 +260,7 @@ class Side:
     schedule: str  # a schedule sending to a-coder, running
     schedule_paused: str  # another, paused
     cap: str  # a cap on the skill gpu (no task needs it)
+    budget: str  # a budget of a-coder's day
 
     def value(self, template: Any) -> Any:
         if isinstance(template, dict):
@@ -304,6 +314,7 @@ def build_side(policy: str) -> Side:
     )
     schedule_pause(actor=admin, schedule_id=schedule_paused)
     cap = cap_set(actor=admin, scope="skill", value="gpu", limit=3)["cap"]["cap_id"]
+    budget = budget_set(actor=admin, alias="a-coder", period="day", limit_usd=5)["budget"]["budget_id"]
     if policy == "strict":
         network_policy_set(network=network, policy=IdentityPolicy.STRICT, by="test")
     return Side(
@@ -322,6 +333,7 @@ def build_side(policy: str) -> Side:
         schedule=schedule,
         schedule_paused=schedule_paused,
         cap=cap,
+        budget=budget,
     )
 
 
@@ -404,6 +416,10 @@ def assert_effect(side: Side, tool: str, body: dict[str, Any]) -> None:
         assert Cap.objects.get(pk=body["cap"]["cap_id"]).value == "rust"
     elif tool == "cap_delete":
         assert not Cap.objects.filter(pk=side.cap).exists()
+    elif tool == "budget_set":
+        assert Budget.objects.get(pk=body["budget"]["budget_id"]).alias == "a-coder"
+    elif tool == "budget_delete":
+        assert not Budget.objects.filter(pk=side.budget).exists()
     else:  # the reads without a caller: the network's own data
         assert side.network.pk in json.dumps(body) or "a-coder" in json.dumps(body), body
 

@@ -37,6 +37,7 @@ from django.urls import resolve
 from hub_agents.models import AgentSession, Network, Node, NodeCommand
 from hub_agents.services import membership_set, network_create, token_authenticate, token_create
 from hub_api.agents import urlpatterns as agent_urlpatterns
+from hub_api.budgets import urlpatterns as budget_urlpatterns
 from hub_api.caps import urlpatterns as cap_urlpatterns
 from hub_api.channels import urlpatterns as channel_urlpatterns
 from hub_api.schedules import urlpatterns as schedule_urlpatterns
@@ -47,7 +48,7 @@ from hub_approvals.models import Approval, ApprovalRule
 from hub_channels.models import Channel
 from hub_schedules.models import Schedule
 from hub_search.models import SearchEntry
-from hub_tasks.models import Cap, Completion, InboxMessage, Question, Task
+from hub_tasks.models import Budget, Cap, Completion, InboxMessage, Question, Task
 from hub_tools.tools import CONTRACT_TOOLS, TOOLS, TOOLS_BY_NAME
 from hub_webhooks.models import Delivery, Subscription
 from hub_webhooks.services import webhook_create, webhook_set_active
@@ -67,6 +68,7 @@ from tests.helpers.access import (
 )
 from tests.helpers.calls import (
     ask_operator,
+    budget_set,
     cancel_task,
     cap_set,
     channel_create,
@@ -96,6 +98,7 @@ READ_TOOLS = {tool.name for tool in TOOLS if tool.read_only}
 # Writes only a network's owners and admins may make: their controls call as A's (or B's) admin.
 ADMIN_TOOLS = {"decide_approval", "node_command", "schedule_create", "schedule_pause", "schedule_resume"}
 ADMIN_TOOLS |= {"schedule_run_now", "schedule_delete", "cap_set", "cap_delete"}
+ADMIN_TOOLS |= {"budget_set", "budget_delete"}
 WRITE_TOOLS = {tool.name for tool in TOOLS if not tool.read_only}
 
 # --- the two networks ------------------------------------------------------------------------------
@@ -140,6 +143,8 @@ class World:
     b_schedule_paused: str  # B's, paused
     a_cap: str  # A's cap on a skill no task needs (its name says a-coder, whose data a reader finds)
     b_cap: str  # B's, on a skill whose name holds B's secret
+    a_budget: str  # A's budget of a-coder's day
+    b_budget: str  # B's, of an agent whose alias holds B's secret
     users: dict[str, AbstractBaseUser]
 
     def value(self, template: Any) -> Any:
@@ -279,6 +284,10 @@ def build_world() -> World:
         cap_set(actor=boss, scope="skill", value=value, limit=3)["cap"]["cap_id"]
         for boss, value in ((a_boss, "a-coder-gpu"), (b_boss, f"{SECRET}-gpu"))
     )
+    a_budget, b_budget = (
+        budget_set(actor=boss, alias=alias, period="day", limit_usd=5.0)["budget"]["budget_id"]
+        for boss, alias in ((a_boss, "a-coder"), (b_boss, f"{SECRET}-agent"))
+    )
 
     users = {}
     roles_of = {
@@ -331,6 +340,8 @@ def build_world() -> World:
         b_schedule_paused=b_schedule_paused,
         a_cap=a_cap,
         b_cap=b_cap,
+        a_budget=a_budget,
+        b_budget=b_budget,
         users=users,
     )
 
@@ -539,6 +550,11 @@ CROSS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "cap_list-network_b": ("cap_list", {"network_id": "@b"}, "permission_denied"),
     "cap_set-network_b": ("cap_set", {"scope": "all", "limit": 1, "network_id": "@b"}, "permission_denied"),
     "cap_delete-b_cap": ("cap_delete", {"cap_id": "@b_cap"}, "cap_not_found"),
+    # budgets: B's, of an agent whose alias holds B's secret
+    "budget_list": ("budget_list", {}, None),
+    "budget_list-network_b": ("budget_list", {"network_id": "@b"}, "permission_denied"),
+    "budget_set-network_b": ("budget_set", {"period": "day", "limit_usd": 1, "network_id": "@b"}, "permission_denied"),
+    "budget_delete-b_budget": ("budget_delete", {"budget_id": "@b_budget"}, "budget_not_found"),
 }
 
 
@@ -627,6 +643,10 @@ def assert_exactly_as_a_sees_it(world: World, tool: str, arguments: dict[str, An
     elif tool == "cap_list":
         assert {row["cap_id"] for row in body["caps"]} == set(
             Cap.objects.filter(network_id=a).values_list("pk", flat=True)
+        )
+    elif tool == "budget_list":
+        assert {row["budget_id"] for row in body["budgets"]} == set(
+            Budget.objects.filter(network_id=a).values_list("pk", flat=True)
         )
     else:
         raise AssertionError(f"no check for an answered {tool}")
@@ -736,6 +756,8 @@ VIEWER_WRITES: dict[str, dict[str, Any]] = {
     "schedule_delete": {"schedule_id": "@a_schedule"},
     "cap_set": {"scope": "all", "limit": 1},
     "cap_delete": {"cap_id": "@a_cap"},
+    "budget_set": {"period": "day", "limit_usd": 1.0},
+    "budget_delete": {"budget_id": "@a_budget"},
 }
 # case id -> (tool, arguments, expected refusal code; None: answered with A's data). A viewer reads, but
 # acts as no agent (hub_agents.identity): naming the alias reading (an inbox's, a channel member's,
@@ -762,6 +784,7 @@ VIEWER_READS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "node_commands": ("node_commands", {}, None),
     "schedule_list": ("schedule_list", {}, None),
     "cap_list": ("cap_list", {}, None),
+    "budget_list": ("budget_list", {}, None),
 }
 # What each refused read would have shown a member: none of it reaches the viewer.
 VIEWER_READ_MARKS = {"get_inbox-a_coder": "A live task", "channel_read-a_coder": "A post", "search-a_coder": "A post"}
@@ -1230,6 +1253,7 @@ def all_endpoints() -> set[tuple[str, str]]:
             *webhook_urlpatterns,
             *schedule_urlpatterns,
             *cap_urlpatterns,
+            *budget_urlpatterns,
         ]
         for method in ("get", "post")
         if hasattr(pattern.callback.cls, method)

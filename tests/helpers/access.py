@@ -37,6 +37,7 @@ from hub_schedules.models import Schedule, ScheduleRun
 from hub_search.models import SearchEntry
 from hub_tasks.models import (
     AgentUsage,
+    Budget,
     Cap,
     CapSlot,
     Completion,
@@ -117,6 +118,10 @@ ROUTES: dict[str, tuple[str, str]] = {
     "cap_list": ("get", "caps"),
     "cap_set": ("post", "caps"),
     "cap_delete": ("post", "caps/{cap_id}/delete"),
+    # Beyond the contract: budgets.
+    "budget_list": ("get", "budgets"),
+    "budget_set": ("post", "budgets"),
+    "budget_delete": ("post", "budgets/{budget_id}/delete"),
 }
 
 # Beyond the tools, REST only: webhooks (hub_tools.webhook_tools), for a network's owners and admins.
@@ -141,6 +146,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "schedule_not_found": (404, "schedule_not_found"),
     "command_not_found": (404, "command_not_found"),
     "cap_not_found": (404, "cap_not_found"),
+    "budget_not_found": (404, "budget_not_found"),
     "permission_denied": (403, "permission_denied"),
     "network_token_required": (403, "network_token_required"),
     "alias_not_yours": (403, "alias_not_yours"),
@@ -254,6 +260,7 @@ ROW_MODELS: dict[str, tuple[Any, str]] = {
     "schedule_runs": (ScheduleRun, "schedule__network_id"),
     "caps": (Cap, "network_id"),
     "cap_slots": (CapSlot, "cap__network_id"),
+    "budgets": (Budget, "network_id"),
 }
 
 

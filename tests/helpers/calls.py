@@ -83,6 +83,10 @@ schedule_delete = _tool("schedule_delete")
 cap_set = _tool("cap_set")
 cap_list = _tool("cap_list")
 cap_delete = _tool("cap_delete")
+# Beyond the contract: budgets.
+budget_set = _tool("budget_set")
+budget_list = _tool("budget_list")
+budget_delete = _tool("budget_delete")
 
 
 def send_task_id(actor: Actor, task: str, *, alias: str = "coder", from_session: str = "lead", **extra: Any) -> str:

@@ -36,16 +36,18 @@ SCHEDULE_TOOLS = (
 )  # fmt: skip
 # Issue 28: concurrency caps (hub_fleet.caps).
 CAP_TOOLS = ("cap_set", "cap_list", "cap_delete")
+# Issue 28: budgets (hub_fleet.budgets).
+BUDGET_TOOLS = ("budget_set", "budget_list", "budget_delete")
 EXTENSION_TOOLS = (
     *POOL_TOOLS, *QUESTION_TOOLS, *APPROVAL_TOOLS, *THREAD_TOOLS, *CHANNEL_TOOLS, *SEARCH_TOOLS, *NODE_TOOLS,
-    *SCHEDULE_TOOLS, *NODE_COMMAND_TOOLS, *CAP_TOOLS,
+    *SCHEDULE_TOOLS, *NODE_COMMAND_TOOLS, *CAP_TOOLS, *BUDGET_TOOLS,
 )  # fmt: skip
 # The extensions that only read (readOnlyHint true); the others write.
 READ_ONLY_EXTENSIONS = frozenset(
     {"find_agents", "list_open_tasks", "list_questions", "list_approvals", "get_thread", "search"}
 )
 READ_ONLY_EXTENSIONS |= {"channel_list", "channel_info", "channel_read", "list_nodes", "schedule_list"}
-READ_ONLY_EXTENSIONS |= {"node_commands", "cap_list"}
+READ_ONLY_EXTENSIONS |= {"node_commands", "cap_list", "budget_list"}
 
 
 def assert_contract_first(names: Sequence[str]) -> None:

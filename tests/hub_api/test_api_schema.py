@@ -84,6 +84,10 @@ OPERATIONS: dict[str, tuple[str, str, str, list[str] | None]] = {
     "cap_list": ("/api/v1/caps", "get", "200", None),
     "cap_set": ("/api/v1/caps", "post", "200", ["scope", "limit"]),
     "cap_delete": ("/api/v1/caps/{cap_id}/delete", "post", "200", []),
+    # Beyond the contract: budgets.
+    "budget_list": ("/api/v1/budgets", "get", "200", None),
+    "budget_set": ("/api/v1/budgets", "post", "200", ["period"]),
+    "budget_delete": ("/api/v1/budgets/{budget_id}/delete", "post", "200", []),
     # GET sessions/report is the session named "report", which sessions/{alias} cannot reach.
     "get_session_status_report": ("/api/v1/sessions/report", "get", "200", None),
     # Beyond the tools: webhooks, for owners and admins (REST only).
@@ -121,6 +125,7 @@ QUERY_PARAMETERS = {
     "node_commands": {"node_id", "command_id", "limit", "network_id"},
     "schedule_list": {"schedule_id", "network_id", "limit"},
     "cap_list": {"network_id"},
+    "budget_list": {"network_id"},
     "whoami": set(),
 }
 REFUSALS = ["400", "401", "403", "404", "409"]

@@ -25,6 +25,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 import hub_api.agents
+import hub_api.budgets
 import hub_api.caps
 import hub_api.channels
 import hub_api.schedules
@@ -143,6 +144,10 @@ ENDPOINTS = [
     Endpoint("get", "caps", "cap_list"),
     Endpoint("post", "caps", "cap_set"),
     Endpoint("post", "caps/<str:cap_id>/delete", "cap_delete"),
+    # Beyond the contract: budgets (the fuzzing token is a member's: every change is refused).
+    Endpoint("get", "budgets", "budget_list"),
+    Endpoint("post", "budgets", "budget_set"),
+    Endpoint("post", "budgets/<str:budget_id>/delete", "budget_delete"),
 ]
 GETS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "get"]
 POSTS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "post"]
@@ -159,6 +164,7 @@ def test_the_fuzzed_endpoints_are_every_endpoint_in_the_url_conf() -> None:
             *hub_api.webhooks.urlpatterns,
             *hub_api.schedules.urlpatterns,
             *hub_api.caps.urlpatterns,
+            *hub_api.budgets.urlpatterns,
         ]
         for method in ("get", "post", "put", "patch", "delete")
         if hasattr(pattern.callback.cls, method)
@@ -468,6 +474,8 @@ BASE_BODIES = {
     "node_command_ack": {"ok": True},
     "cap_set": {"scope": "runtime", "value": "codex", "limit": 2},
     "cap_delete": {},
+    "budget_set": {"period": "day", "limit_usd": 2.5},
+    "budget_delete": {},
 }
 BAD_NUMBERS = {
     "10**400": 10**400,

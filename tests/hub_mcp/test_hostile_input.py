@@ -312,6 +312,10 @@ def base_arguments(hostile_world: World) -> dict[str, dict[str, Any]]:
         "cap_set": {"scope": "runtime", "value": "codex", "limit": 2},
         "cap_list": {},
         "cap_delete": {"cap_id": "00000000-0000-0000-0000-000000000000"},
+        # Budgets (an id no budget has).
+        "budget_set": {"period": "day", "limit_usd": 2.5},
+        "budget_list": {},
+        "budget_delete": {"budget_id": "00000000-0000-0000-0000-000000000000"},
     }
 
 
