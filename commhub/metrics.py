@@ -8,8 +8,8 @@ Three sources make one answer:
 - the hub's state, read from the database at scrape time by `HubState`, in one process (the one
   answering), with one bounded aggregate query per kind: tasks by network and status (the TaskCount
   rows), inboxes with pending messages, agent sessions by status, the event log's feed positions,
-  and runs' tokens and cost (the AgentUsage rows, summed as each run's usage is recorded: counters
-  that no restart or worker resets).
+  runs' tokens and cost (the AgentUsage rows, summed as each run's usage is recorded: counters
+  that no restart or worker resets), and each budget's spend, limits and waiting tasks.
 
 Who may scrape: with COMMHUB_METRICS_TOKEN set, a caller sending `Authorization: Bearer <it>`;
 without it, only a client on this machine (a loopback address, and no proxy's forwarding header:
@@ -24,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -42,7 +43,7 @@ from hub_agents.selectors import agents_by_network_status
 from hub_core.bearer import says_bearer
 from hub_events.models import OPERATORS
 from hub_events.selectors import feed_head, feed_heads
-from hub_tasks.selectors import inbox_depths, tasks_by_network_status, usage_by_network_agent_model
+from hub_tasks.selectors import budget_gauges, inbox_depths, tasks_by_network_status, usage_by_network_agent_model
 from hub_webhooks.selectors import webhook_cursors
 
 logger = logging.getLogger(__name__)
@@ -209,6 +210,33 @@ class HubState(Collector):
             cost.add_metric([network, alias, model], usd)
         yield tokens
         yield cost
+        yield from self._budgets(now)
+
+    def _budgets(self, now: datetime) -> Iterator[Metric]:
+        """Each budget's spend of its period now, its limits (a limit not set: no series) and the tasks
+        waiting for it; alias "" : the network's own."""
+        labels = ["network", "alias", "period"]
+        spent_usd = GaugeMetricFamily(
+            "commhub_budget_spent_usd", "USD a budget's scope spent this period.", labels=labels
+        )
+        limit_usd = GaugeMetricFamily("commhub_budget_limit_usd", "A budget's USD per period.", labels=labels)
+        spent_tokens = GaugeMetricFamily(
+            "commhub_budget_spent_tokens", "Tokens (in + out) a budget's scope used this period.", labels=labels
+        )
+        limit_tokens = GaugeMetricFamily("commhub_budget_limit_tokens", "A budget's tokens per period.", labels=labels)
+        waiting = GaugeMetricFamily(
+            "commhub_budget_waiting_tasks", "Tasks waiting for a spent budget (on_limit hold).", labels=labels
+        )
+        for network, alias, period, usd, tokens, usd_limit, token_limit, held in budget_gauges(now=now):
+            key = [network, alias, period]
+            spent_usd.add_metric(key, usd)
+            spent_tokens.add_metric(key, tokens)
+            waiting.add_metric(key, held)
+            if usd_limit is not None:
+                limit_usd.add_metric(key, usd_limit)
+            if token_limit is not None:
+                limit_tokens.add_metric(key, token_limit)
+        yield from (spent_usd, limit_usd, spent_tokens, limit_tokens, waiting)
 
 
 class _ThisProcess(Collector):

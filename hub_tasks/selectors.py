@@ -20,18 +20,21 @@ from hub_core.doorbell import feed_group
 from hub_core.formats import timestamp
 from hub_core.waiting import nothing_yet
 from hub_tasks import limits
+from hub_tasks.budgets import period_start
 from hub_tasks.errors import task_not_found
 from hub_tasks.models import (
     ACTIVE,
     BLOCKED,
     UNTIL_RELEASED,
     AgentUsage,
+    Budget,
     Completion,
     InboxMessage,
     Question,
     Task,
     TaskCount,
     TaskEvent,
+    TaskStatus,
 )
 from hub_tasks.results import Row, TaskHistory, TaskListing
 
@@ -386,3 +389,40 @@ def usage_by_network_agent_model() -> list[tuple[str, str, str, int, int, float]
         (r["network_id"], r["alias"], r["model"], r["tokens_in"] or 0, r["tokens_out"] or 0, r["cost_usd"] or 0.0)
         for r in rows
     ]
+
+
+BudgetGauge = tuple[str, str, str, float, int, float | None, int | None, int]
+
+
+def budget_gauges(*, now: datetime | None = None) -> list[BudgetGauge]:
+    """(network_id, alias ("" : the network's), period, spent USD, spent tokens, limit USD, limit
+    tokens, tasks waiting for it) per budget, for /metrics: four queries however many budgets (the
+    budgets, the tasks waiting for one, and each period kind's AgentUsage sums by network and alias)."""
+    now = now or timezone.now()
+    budgets = list(Budget.objects.order_by("network_id", "alias", "period"))
+    if not budgets:
+        return []
+    waiting = dict(
+        Task.objects.filter(waiting_budget__isnull=False, status=TaskStatus.CREATED)
+        .values_list("waiting_budget")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    spent: dict[tuple[str, str, str], tuple[float, int]] = {}
+    for period in {budget.period for budget in budgets}:
+        rows = (
+            AgentUsage.objects.filter(day__gte=period_start(period, now))
+            .values("network_id", "alias")
+            .annotate(usd=Sum("cost_usd"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"))
+            .order_by()
+        )
+        for row in rows:
+            tokens = (row["tokens_in"] or 0) + (row["tokens_out"] or 0)
+            for alias in (row["alias"], ""):  # the agent's, and its share of the network's
+                usd, total = spent.get((row["network_id"], alias, period), (0.0, 0))
+                spent[(row["network_id"], alias, period)] = (usd + (row["usd"] or 0.0), total + tokens)
+    gauges: list[BudgetGauge] = []
+    for b in budgets:
+        usd, tokens = spent.get((b.network_id, b.alias, b.period), (0.0, 0))
+        gauges.append((b.network_id, b.alias, b.period, usd, tokens, b.limit_usd, b.limit_tokens, waiting.get(b.pk, 0)))
+    return gauges
