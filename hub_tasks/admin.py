@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hub_tasks.models import Cap, Completion, InboxMessage, Task, TaskAttempt, TaskEvent
+from hub_tasks.models import Budget, Cap, Completion, InboxMessage, Task, TaskAttempt, TaskEvent
 
 
 class TaskEventInline(admin.TabularInline):
@@ -64,6 +64,17 @@ class CapAdmin(ReadOnlyAdmin):
 
     list_display = ["id", "network", "scope", "value", "limit", "created_by", "updated_at"]
     list_filter = ["scope", "network"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Budget)
+class BudgetAdmin(ReadOnlyAdmin):
+    """Budgets change through budget_set and budget_delete (audited, releasing what waits), never here."""
+
+    list_display = ["id", "network", "alias", "period", "limit_usd", "limit_tokens", "on_limit", "reached_for"]
+    list_filter = ["period", "on_limit", "network"]
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False

@@ -31,6 +31,7 @@ from hub_webhooks.models import Delivery
 from hub_webhooks.services import webhook_create
 from tests.helpers.calls import (
     broadcast,
+    budget_set,
     cancel_task,
     cap_set,
     decide_approval,
@@ -579,6 +580,7 @@ def everything(network, agent, online, boss, make_actor) -> None:
     )
     node_command(actor=make_actor(network, "owner"), node_id="node-1", kind="pause", alias="coder")
     cap_set(actor=make_actor(network, "owner"), scope="runtime", value="codex", limit=2)
+    budget_set(actor=make_actor(network, "owner"), alias="coder", period="month", limit_usd=20.0)
 
 
 def test_the_admin_index_and_every_changelist_and_change_page_render(staff, everything):
@@ -600,6 +602,7 @@ def test_the_admin_index_and_every_changelist_and_change_page_render(staff, ever
         "hub_schedules.Schedule",
         "hub_schedules.ScheduleRun",
         "hub_tasks.Cap",
+        "hub_tasks.Budget",
     }
     for model in models:
         info = (model._meta.app_label, model._meta.model_name)
