@@ -22,7 +22,7 @@ from hub_core.errors import HubError, invalid_argument
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
 from hub_fleet.results import Row
-from hub_tasks.budgets import budget_spend, holds, next_period, period_start
+from hub_tasks.budgets import budget_spend, budgets_lock, holds, next_period, period_start
 from hub_tasks.lifecycle import budget_waiters_release
 from hub_tasks.models import Budget, Cap, OnLimit, Task, TaskStatus
 from hub_tasks.spending import budget_assess
@@ -42,7 +42,7 @@ def _audit(actor: Actor, budget: Budget, change: str, **detail: object) -> None:
 def _lock_network(network_id: str) -> list[Budget]:
     """The network's caps, then its budgets, locked in primary-key order; the budgets."""
     list(Cap.objects.select_for_update().filter(network_id=network_id).order_by("pk").values_list("pk", flat=True))
-    return list(Budget.objects.select_for_update().filter(network_id=network_id).order_by("pk"))
+    return budgets_lock(network_id)
 
 
 def budget_rows(budgets: list[Budget], *, now: datetime | None = None) -> list[Row]:

@@ -9,9 +9,11 @@ to its scope waits `created` (Task.waiting_budget, list_tasks blocked) or, with 
 send or a claim is refused (budget_exhausted). A budget raised or deleted, or its period turned,
 releases what waits (hub_tasks.lifecycle.budget_waiters_release), by priority then age.
 
-Admission pays one indexed read of the network's reached budgets (mostly none) and no sums; only a
-budget found reached is locked and read again, so a release committing meanwhile is never missed.
-Lock order: a network's caps, then its budgets (primary-key order), then tasks (skip_locked).
+Admission pays one indexed read of the network's reached budgets (mostly none) and no sums; only
+when one is found reached are the network's budgets locked and read again, so a release committing
+meanwhile is never missed.
+Lock order: a network's caps, then all its budgets at once (primary-key order), then tasks
+(skip_locked).
 """
 
 from __future__ import annotations
@@ -76,8 +78,14 @@ def budget_holding(task: Task, *, now: datetime) -> Budget | None:
     ids = [budget.pk for budget in reached if holds(budget, now)]
     if not ids:
         return None
-    locked = Budget.objects.select_for_update().filter(pk__in=ids).order_by("pk")
-    return next((budget for budget in locked if holds(budget, now)), None)
+    return next((b for b in budgets_lock(task.network_id) if b.pk in ids and holds(b, now)), None)
+
+
+def budgets_lock(network_id: str) -> list[Budget]:
+    """Every budget of the network, locked in primary-key order. Always all of them, whichever the
+    caller needs: a transaction that locks one budget, then another, could otherwise hold the higher
+    while it waits for the lower."""
+    return list(Budget.objects.select_for_update().filter(network_id=network_id).order_by("pk"))
 
 
 def budget_exhausted(budget: Budget, *, now: datetime) -> HubError:

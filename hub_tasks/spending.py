@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from hub_core.events import EventType, HubEvent, publish
-from hub_tasks.budgets import WARN_AT, Spend, budget_spend, next_period, period_start
+from hub_tasks.budgets import WARN_AT, Spend, budget_spend, budgets_lock, next_period, period_start
 from hub_tasks.lifecycle import HUB, inbox_deliver
 from hub_tasks.models import Budget, InboxMessage, OnLimit, Task
 
@@ -24,11 +24,11 @@ WARNED, REACHED, RELEASED = "warned", "reached", "released"
 def budgets_account(*, network_id: str, alias: str, task_id: str | None, now: datetime) -> None:
     """A run of `alias` reported usage: assess the network's budget(s) and the agent's, if any (one
     indexed read, and nothing more, when there is none)."""
-    ids = list(Budget.objects.filter(network_id=network_id, alias__in=["", alias]).values_list("pk", flat=True))
-    if not ids:
+    if not Budget.objects.filter(network_id=network_id, alias__in=["", alias]).exists():
         return
-    for budget in Budget.objects.select_for_update().filter(pk__in=ids).order_by("pk"):
-        budget_assess(budget, now=now, notify=None if budget.alias else _sender_of(task_id))
+    for budget in budgets_lock(network_id):
+        if budget.alias in ("", alias):
+            budget_assess(budget, now=now, notify=None if budget.alias else _sender_of(task_id))
 
 
 def _sender_of(task_id: str | None) -> str | None:
