@@ -18,7 +18,7 @@ from django.utils import timezone
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AuditEntry
-from hub_core.errors import HubError, invalid_argument
+from hub_core.errors import HubError, unusable_argument
 from hub_core.events import sealed_atomic
 from hub_core.formats import timestamp
 from hub_fleet.results import Row
@@ -101,7 +101,8 @@ def budget_set(
     network = actor.writable_network(network_id)
     actor.check_administer(network, changes="budgets")
     if limit_usd is None and limit_tokens is None:
-        raise invalid_argument("limit_usd", "or limit_tokens must be given: a budget limits USD, tokens or both")
+        # The schema admits it (each limit is optional): a 409, as every refusal of schema-valid input.
+        raise unusable_argument("limit_usd", "or limit_tokens must be given: a budget limits USD, tokens or both")
     alias = alias or ""
     now = timezone.now()
     _lock_network(network)
