@@ -25,7 +25,7 @@ from hub_fleet.results import Row
 from hub_tasks.budgets import budget_spend, budgets_lock, holds, next_period, period_start
 from hub_tasks.lifecycle import budget_waiters_release
 from hub_tasks.models import Budget, Cap, OnLimit, Task, TaskStatus
-from hub_tasks.spending import budget_assess
+from hub_tasks.spending import DELETED, SET, budget_announce, budget_assess
 
 # The audit log's action for every change of a budget (`change` in its detail says which).
 AUDIT_ACTION = AuditEntry.Action.BUDGET_CHANGED
@@ -119,7 +119,8 @@ def budget_set(
             budget = Budget.objects.select_for_update().get(network_id=network, alias=alias, period=period)
         else:
             _audit(actor, budget, "created", **limits)
-            budget_assess(budget, now=now)  # usage already reported this period counts
+            if budget_assess(budget, now=now) is None:  # usage already reported this period counts
+                budget_announce(budget, SET, now=now)
             return budget_rows([budget], now=now)[0]
     was = {name: getattr(budget, name) for name in limits}
     if was != limits:
@@ -128,7 +129,8 @@ def budget_set(
             setattr(budget, name, value)
         budget.updated_at = now
         budget.save(update_fields=[*limits, "updated_at"])
-        budget_assess(budget, now=now)
+        if budget_assess(budget, now=now) is None:
+            budget_announce(budget, SET, now=now)
         budget_waiters_release(network, now=now)
     return budget_rows([budget], now=now)[0]
 
@@ -152,9 +154,11 @@ def budget_delete(*, actor: Actor, budget_id: str) -> None:
     spent budget or a full cap of theirs)."""
     budget = _lock(actor, budget_id)
     _audit(actor, budget, "deleted", limit_usd=budget.limit_usd, limit_tokens=budget.limit_tokens)
+    now = timezone.now()
+    budget_announce(budget, DELETED, now=now)
     network = budget.network_id
     budget.delete()
-    budget_waiters_release(network, now=timezone.now())
+    budget_waiters_release(network, now=now)
 
 
 def budgets_list(*, actor: Actor, network_id: str | None = None) -> list[Row]:

@@ -179,9 +179,10 @@ class QuestionAnswered(EventPayload):
 @dataclass(frozen=True)
 class BudgetUpdated(EventPayload):
     """A budget (hub_tasks.budgets) changed state: "warned" (80 % spent, once a period), "reached"
-    (100 %: new work for its scope waits or is refused) or "released" (raised, deleted or its period
-    turned: what waited is delivered). alias: its agent (null: the whole network); spent and limits
-    of its period now; message_id: the notice sent with it (null: none)."""
+    (100 %: new work for its scope waits or is refused) or "released" (raised or its period turned:
+    what waited is delivered); or its owners changed it: "set" (created, new limits) or "deleted".
+    alias: its agent (null: the whole network); spent and limits of its period now; message_id: the
+    notice sent with it (null: none)."""
 
     event_type = EventType.BUDGET_UPDATED
     touches = (Touch("fleet", audience=True), Touch("nodes"))

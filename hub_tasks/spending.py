@@ -19,6 +19,8 @@ from hub_tasks.lifecycle import HUB, inbox_deliver
 from hub_tasks.models import Budget, InboxMessage, OnLimit, Task
 
 WARNED, REACHED, RELEASED = "warned", "reached", "released"
+# Its owners changed it (created, new limits) or deleted it: pages showing it read it again.
+SET, DELETED = "set", "deleted"
 
 
 def budgets_account(*, network_id: str, alias: str, task_id: str | None, now: datetime) -> None:
@@ -59,6 +61,12 @@ def budget_assess(budget: Budget, *, now: datetime, notify: str | None = None) -
     if state is not None:
         _announce(budget, state, spend, share, now=now, notify=budget.alias or notify)
     return state
+
+
+def budget_announce(budget: Budget, state: str, *, now: datetime) -> None:
+    """A budget_updated event for a change by its owners (SET, DELETED), with its spend now."""
+    spend = budget_spend(budget, now)
+    _announce(budget, state, spend, spend.share(budget), now=now, notify=None)
 
 
 def _announce(budget: Budget, state: str, spend: Spend, share: float, *, now: datetime, notify: str | None) -> None:

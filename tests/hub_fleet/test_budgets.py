@@ -52,9 +52,11 @@ def blocked(actor) -> set[str]:
     return {row["task_id"] for row in list_tasks(actor=actor, blocked=True, limit=100)["tasks"]}
 
 
-def events(state: str | None = None) -> list[dict]:
+def events(*, changes: bool = False) -> list[dict]:
+    """The budget_updated events of the operators' feed: the marks (warned, reached, released), and
+    with `changes` the owners' changes (set, deleted) too."""
     found = [e.payload for e in Event.objects.filter(type="budget_updated", audience=OPERATORS).order_by("pk")]
-    return [payload for payload in found if state is None or payload["state"] == state]
+    return [payload for payload in found if changes or payload["state"] not in ("set", "deleted")]
 
 
 def notices(alias: str) -> list[str]:
@@ -160,6 +162,7 @@ def test_a_retry_waits_for_a_spent_budget_and_a_delete_releases(owner, agent):
     budget_delete(actor=owner, budget_id=budget["budget_id"])
     assert status(agent, cancelled) == "delivered"
     assert budget_list(actor=agent)["budgets"] == []
+    assert [e["state"] for e in events(changes=True)] == ["set", "reached", "deleted"]
 
 
 def test_a_budget_needs_a_limit(owner):
