@@ -30,10 +30,6 @@ def _budgets(found: list[dict[str, Any]]) -> R.Fields:
     return {"budgets": found}
 
 
-def _deleted(_: None) -> R.Fields:
-    return {"deleted": True}
-
-
 def specs() -> list[Tool]:
     """These tools' specs."""
     changes = "Network owners and admins only; audited."
@@ -82,7 +78,7 @@ def specs() -> list[Tool]:
                 "budget_id": P.identifier("The budget's id, as budget_set or budget_list answered it.", required=True)
             },
             service=budget_delete,
-            render=_deleted,
+            render=R.deleted,
             output=result(deleted={"type": "boolean"}),
             destructive=True,
         ),

@@ -30,10 +30,6 @@ def _caps(found: list[dict[str, Any]]) -> R.Fields:
     return {"caps": found}
 
 
-def _deleted(_: None) -> R.Fields:
-    return {"deleted": True}
-
-
 def specs() -> list[Tool]:
     """These tools' specs."""
     changes = "Network owners and admins only; audited."
@@ -78,7 +74,7 @@ def specs() -> list[Tool]:
             ),
             params={"cap_id": P.identifier("The cap's id, as cap_set or cap_list answered it.", required=True)},
             service=cap_delete,
-            render=_deleted,
+            render=R.deleted,
             output=result(deleted={"type": "boolean"}),
             destructive=True,
         ),

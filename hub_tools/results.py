@@ -56,6 +56,11 @@ def acknowledged(_: None) -> Fields:
     return {}
 
 
+def deleted(_: None) -> Fields:
+    """A *_delete tool's success (caps, budgets, schedules)."""
+    return {"deleted": True}
+
+
 def task_cancelled(task: Task) -> Fields:
     return {"task_id": task.task_id, "cancelled": True}
 

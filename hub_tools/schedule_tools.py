@@ -39,10 +39,6 @@ def _schedules(found: list[dict[str, Any]]) -> R.Fields:
     return {"schedules": found}
 
 
-def _deleted(_: None) -> R.Fields:
-    return {"deleted": True}
-
-
 def specs() -> list[Tool]:
     """These tools' specs, from the limits and choices as they are now."""
     schedule_id = P.identifier(
@@ -144,7 +140,7 @@ def specs() -> list[Tool]:
             description=f"The schedule and its run records go; the tasks it sent stay. {changes}",
             params={"schedule_id": schedule_id},
             service=schedule_delete,
-            render=_deleted,
+            render=R.deleted,
             output=result(deleted={"type": "boolean"}),
             destructive=True,
         ),
