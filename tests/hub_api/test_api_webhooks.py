@@ -18,26 +18,9 @@ from hub_webhooks.send import webhook_client
 from hub_webhooks.services import SUBSCRIPTIONS_MAX, webhooks_deliver
 from tests.helpers.calls import send_task
 from tests.helpers.mcp import LATEST, rpc
-from tests.helpers.rest import assert_refused
+from tests.helpers.rest import API, Api, assert_refused
 
 pytestmark = pytest.mark.django_db
-
-API = "/api/v1/"
-
-
-class Api:
-    def __init__(self, client: Client, network: Network, role: str) -> None:
-        self.client = client
-        self.token = token_create(network=network, role=role, name=f"{role}-script")[1]
-        self.headers = {"Authorization": f"Bearer {self.token}"}
-
-    def get(self, path: str, **query: Any) -> Any:
-        return self.client.get(API + path, query, headers=self.headers)
-
-    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        return self.client.post(
-            API + path, json.dumps(body or {}), content_type="application/json", headers=self.headers
-        )
 
 
 @pytest.fixture

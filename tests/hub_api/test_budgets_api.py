@@ -3,33 +3,11 @@ and anyone in it to read; a spent budget that refuses answers send_task with a 4
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
-from django.test import Client
 
-from hub_agents.models import Network
-from hub_agents.services import token_create
-from tests.helpers.rest import assert_refused
+from tests.helpers.rest import Api, assert_refused
 
 pytestmark = pytest.mark.django_db
-
-API = "/api/v1/"
-
-
-class Api:
-    def __init__(self, client: Client, network: Network, role: str) -> None:
-        token = token_create(network=network, role=role, name=f"{role}-script")[1]
-        self.client, self.headers = client, {"Authorization": f"Bearer {token}"}
-
-    def get(self, path: str, **query: Any) -> Any:
-        return self.client.get(API + path, query, headers=self.headers)
-
-    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        return self.client.post(
-            API + path, json.dumps(body or {}), content_type="application/json", headers=self.headers
-        )
 
 
 def test_an_admin_sets_a_refusing_budget_and_a_spent_one_refuses_send_task(client, network):
