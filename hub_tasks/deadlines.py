@@ -2,8 +2,10 @@
 
 A "deadline" is whatever makes a task fall due: a waiting task's expiry, a held task's retry_at or
 (before its first delivery, once no dependency holds it) not_before, an acked or running task's
-lease_expires_at (`due_at` of `_due` below; migration 0005's triggers state the same per row). A
-lease renewal only moves a lease later, so it never touches this row.
+lease_expires_at (`due_at` of `_due` below; migration 0014's triggers state the same per row). A
+task waiting for a slot of a cap or for a budget has neither held time until released (by
+hub_tasks.caps or hub_tasks.budgets, never by a sweep). A lease renewal only moves a lease later, so
+it never touches this row.
 
 `TaskDeadline` holds, per network, a time that no waiting task's deadline is earlier than. Database
 triggers (migration 0003) lower it in the transaction of every write that makes a task waiting or
@@ -129,15 +131,14 @@ def _due(networks: list[str]) -> dict[str, datetime]:
 
     Four small reads, each on its partial index (hub_tasks.models.Task.Meta), not one over every task."""
     tasks = Task.objects.filter(network_id__in=networks)
+    # Migration 0014's triggers: a task waiting for a cap or a budget falls due at neither of its
+    # held times (those release it, not the sweep); its expires_at is UNTIL_RELEASED meanwhile.
+    released = tasks.filter(status=TaskStatus.CREATED, waiting_cap=None, waiting_budget=None)
     kinds = [
         tasks.filter(status__in=WAITING).values("network_id").annotate(at=Min("expires_at")),
-        tasks.filter(status=TaskStatus.CREATED, retry_at__isnull=False)
-        .values("network_id")
-        .annotate(at=Min("retry_at")),
+        released.filter(retry_at__isnull=False).values("network_id").annotate(at=Min("retry_at")),
         # Migration 0005's triggers: a task never delivered and waiting for no dependency.
-        tasks.filter(
-            status=TaskStatus.CREATED, not_before__isnull=False, delivered_at__isnull=True, dependencies_pending=None
-        )
+        released.filter(not_before__isnull=False, delivered_at__isnull=True, dependencies_pending=None)
         .values("network_id")
         .annotate(at=Min("not_before")),
         tasks.filter(status__in=LEASED, lease_expires_at__isnull=False)

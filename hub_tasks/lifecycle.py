@@ -400,10 +400,12 @@ def tasks_expire_due(*, network_ids: Iterable[str], now: datetime | None = None)
     networks = networks_past_deadline(network_ids, now)
     if not networks:  # the common case: nothing has fallen due, and no query was needed to know it
         return 0
+    # A task waiting for a cap or a budget is released by those, never here (hub_tasks.deadlines).
+    released = Q(status=TaskStatus.CREATED, waiting_cap=None, waiting_budget=None)
     due = Task.objects.filter(network_id__in=networks).filter(
         Q(status__in=WAITING, expires_at__lte=now)
-        | Q(status=TaskStatus.CREATED, retry_at__lte=now)
-        | Q(status=TaskStatus.CREATED, not_before__lte=now, delivered_at=None, dependencies_pending=None)
+        | (released & Q(retry_at__lte=now))
+        | (released & Q(not_before__lte=now, delivered_at=None, dependencies_pending=None))
         | Q(status__in=LEASED, lease_expires_at__lte=now)
     )
     tasks: list[Task] = []

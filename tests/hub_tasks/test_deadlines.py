@@ -24,17 +24,23 @@ from hub_agents.models import Network
 from hub_agents.services import network_create
 from hub_tasks import deadlines
 from hub_tasks.deadlines import LEASE, deadlines_raise
-from hub_tasks.models import WAITING, Task, TaskDeadline, TaskStatus
+from hub_tasks.models import UNTIL_RELEASED, WAITING, Task, TaskDeadline, TaskStatus
+from tests.helpers import NOW
 from tests.helpers.calls import (
     ack_inbox,
+    budget_set,
+    cap_set,
     get_inbox,
     get_session_status,
     get_task,
     list_tasks,
     reassign_task,
+    report_completion,
     report_status,
     send_task,
+    send_task_id,
 )
+from tests.helpers.tasks import take
 
 LOOKS: dict[str, Callable[[Actor, str], Any]] = {
     "get_task": lambda agent, task_id: get_task(actor=agent, task_id=task_id),
@@ -156,6 +162,68 @@ def test_a_task_reassigned_past_its_deadline_is_expired_by_the_reassign_itself(a
     reassign_task(actor=agent, task_id=task_id, new_alias="reviewer")
 
     assert Task.objects.get(pk=task_id).status == "expired"
+
+
+# --- a task waiting for a cap or a budget: no deadline of its own until released ------------------
+
+
+def hold_coder(kind: str, owner: Actor, agent: Actor) -> str:
+    """From now on coder's next task waits: for a slot of a full cap of 1, or for coder's spent
+    budget. The field of get_task's row that names what it waits for."""
+    if kind == "cap":
+        cap_set(actor=owner, scope="all", limit=1)
+        take(agent, send_task_id(agent, "runs"))  # holds the slot (acked: its lease, if any, is ahead)
+        return "waiting_cap"
+    budget_set(actor=owner, alias="coder", period="day", limit_usd=1.0)
+    spent = send_task_id(agent, "spends")
+    take(agent, spent)
+    report_completion(actor=agent, alias="coder", task=spent, result="done", cost_usd=1.5)
+    return "waiting_budget"
+
+
+@pytest.mark.parametrize("kind", ["cap", "budget"])
+def test_a_scheduled_task_released_into_a_wait_leaves_no_past_deadline_and_no_look_sweeps(
+    owner, agent, network, clock, kind
+):
+    """Its not_before has passed, but it waits for a slot or a budget: it falls due at none of its
+    times until released, so the network's deadline must not stay at its not_before."""
+    waiting = hold_coder(kind, owner, agent)
+    task_id = send_task_id(agent, "scheduled", not_before_seconds=60, ttl_seconds=60)
+    clock.tick(60)
+    get_inbox(actor=agent, alias="coder")  # the sweep releases it: it waits now
+
+    row = get_task(actor=agent, task_id=task_id)["task"]
+    assert (row["status"], row[waiting] is not None) == ("created", True)
+    assert due_at(network) > timezone.now()
+    clock.tick(1)  # past this process's copy: the deadline is read again
+    sql = statements(lambda: get_inbox(actor=agent, alias="coder"))
+    assert (len(deadline_reads(sql)), probes(sql)) == (1, [])
+
+
+@pytest.mark.parametrize("kind", ["cap", "budget"])
+def test_a_task_sent_past_its_not_before_into_a_wait_sets_no_past_deadline(owner, agent, network, clock, kind):
+    """The insert's trigger alone (no sweep has run yet)."""
+    waiting = hold_coder(kind, owner, agent)
+    task_id = send_task_id(agent, "late", not_before=(NOW - timedelta(seconds=1)).isoformat())
+
+    assert get_task(actor=agent, task_id=task_id)["task"][waiting] is not None
+    assert due_at(network) > timezone.now()
+
+
+@pytest.mark.parametrize("field", ["waiting_cap", "waiting_budget"])
+def test_a_wait_that_ends_however_its_row_is_written_brings_the_deadline_forward(db, field):
+    """The triggers count a task's not_before again once nothing but it holds the task."""
+    net = network_create(name=f"net-{field}")[0]
+    past = timezone.now() - timedelta(seconds=1)
+    fields = {"from_name": "lead", "to_name": "coder", "content": "raw", "sender_key": "k", "created_by": "test"}
+    task = Task.objects.create(
+        network=net, status="created", expires_at=UNTIL_RELEASED, not_before=past, **{field: "x"}, **fields
+    )
+    assert due_at(net) == UNTIL_RELEASED
+
+    Task.objects.filter(pk=task.pk).update(**{field: None})
+
+    assert due_at(net) == past
 
 
 # --- a raise racing a write it cannot see yet (PostgreSQL: row visibility and locks for real) --------
