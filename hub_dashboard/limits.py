@@ -1,9 +1,11 @@
 """The Limits page ("Caps and budgets"): what holds a network's work back, one section each, for
 everyone in it; the forms and buttons that change them for its owners and admins. Every write goes
-through the tool registry (cap_set, cap_delete), the same door as MCP's and REST's.
+through the tool registry (cap_set, cap_delete, budget_set, budget_delete), the same door as MCP's
+and REST's.
 
-A section is a template (dashboard/_caps.html) given its rows and its form by one function here
-(_caps); _page renders them all, with the form a failed POST sends back in place of a fresh one."""
+A section is a template (dashboard/_caps.html, _budgets.html) given its rows and its form by one
+function here (_caps, _budgets); _page renders them all, with the form a failed POST sends back in
+place of a fresh one."""
 
 from __future__ import annotations
 
@@ -19,9 +21,11 @@ from django.views.decorators.http import require_POST
 
 from hub_core import validate
 from hub_core.errors import HubError
+from hub_dashboard.budgets import HOLDS, PERIODS, budget_shown, budgets_shown
 from hub_dashboard.views import Desk
 from hub_dashboard.wording import refusal_for_operator
-from hub_tasks.models import CapScope
+from hub_tasks import limits
+from hub_tasks.models import BudgetPeriod, CapScope, OnLimit
 from hub_tools.cap_tools import LIMIT_MAX
 from hub_tools.tools import invoke
 
@@ -66,9 +70,71 @@ def _caps(desk: Desk, form: CapForm | None = None) -> dict[str, Any]:
     return {"caps": caps, "cap_form": form or CapForm()}
 
 
-def _page(request: HttpRequest, desk: Desk, *, status: int = 200, cap_form: CapForm | None = None) -> HttpResponse:
+class BudgetForm(forms.Form):
+    alias = forms.CharField(
+        label="Agent",
+        max_length=validate.ID_MAX,
+        required=False,
+        help_text="The agent it counts; empty for the whole network.",
+    )
+    period = forms.ChoiceField(
+        choices=[
+            (period, f"{PERIODS[period][0].capitalize()} ({PERIODS[period][1]})") for period in BudgetPeriod.values
+        ],
+        initial=BudgetPeriod.DAY,
+    )
+    limit_usd = forms.FloatField(
+        label="Limit, USD",
+        min_value=limits.BUDGET_USD_MIN,
+        max_value=limits.COST_MAX,
+        required=False,
+        help_text="Reported cost per period.",
+    )
+    limit_tokens = forms.IntegerField(
+        label="Limit, tokens",
+        min_value=1,
+        max_value=limits.TOKENS_MAX,
+        required=False,
+        help_text="Tokens in and out per period.",
+    )
+    on_limit = forms.ChoiceField(
+        label="At the limit",
+        choices=[(choice, HOLDS[choice].capitalize()) for choice in OnLimit.values],
+        initial=OnLimit.HOLD,
+        help_text="Waiting tasks are delivered once it is raised or the period turns.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, auto_id="budget-%s", **kwargs)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        # budget_set refuses it too; here it is said where the limits are typed.
+        if not self.errors and cleaned.get("limit_usd") is None and cleaned.get("limit_tokens") is None:
+            self.add_error("limit_usd", "Give a limit in USD, in tokens, or both.")
+        return cleaned
+
+    def arguments(self) -> dict[str, Any]:
+        """budget_set's arguments: what was filled in."""
+        return {name: value for name, value in self.cleaned_data.items() if value not in (None, "")}
+
+
+def _budgets(desk: Desk, form: BudgetForm | None = None) -> dict[str, Any]:
+    """The budgets section's context: each budget with its spend, state and waiters, and (for owners
+    and admins) the form."""
+    return {"budgets": budgets_shown(desk.actor, desk.network_id), "budget_form": form or BudgetForm()}
+
+
+def _page(
+    request: HttpRequest,
+    desk: Desk,
+    *,
+    status: int = 200,
+    cap_form: CapForm | None = None,
+    budget_form: BudgetForm | None = None,
+) -> HttpResponse:
     # Under Nodes (its header links here): the top bar has no room for one more.
-    context = desk.context(**_caps(desk, cap_form), section="nodes", live=True)
+    context = desk.context(**_caps(desk, cap_form), **_budgets(desk, budget_form), section="nodes", live=True)
     return render(request, "dashboard/limits.html", context, status=status)
 
 
@@ -79,6 +145,8 @@ def limits_page(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/no_network.html", desk.context())
     if request.GET.get("fragment") == "caps":  # a run began or ended: the caps' table alone
         return render(request, "dashboard/_cap_list.html", desk.context(**_caps(desk)))
+    if request.GET.get("fragment") == "budgets":  # usage reported or a budget changed: the budgets alone
+        return render(request, "dashboard/_budget_list.html", desk.context(**_budgets(desk)))
     return _page(request, desk)
 
 
@@ -113,3 +181,42 @@ def cap_delete_action(request: HttpRequest, cap_id: str) -> HttpResponse:
     else:
         messages.success(request, "Cap deleted: the tasks that waited for it go ahead, unless another cap holds them.")
     return redirect(reverse("dashboard:limits") + "#caps")
+
+
+@login_required
+@require_POST
+def budget_set_action(request: HttpRequest) -> HttpResponse:
+    desk = Desk(request)
+    if desk.network_id is None:
+        return render(request, "dashboard/no_network.html", desk.context())
+    form = BudgetForm(request.POST)
+    if form.is_valid():
+        try:
+            row = invoke("budget_set", desk.actor, {**form.arguments(), "network_id": desk.network_id})
+        except HubError as refusal:
+            shown = refusal_for_operator(refusal)
+            form.add_error(shown.field if shown.field in form.fields else None, shown.text)
+        else:
+            budget = budget_shown(row)
+            messages.success(
+                request,
+                f"Budget set: {budget['scope_name']}, {budget['per']}: {budget['spent_text']} spent "
+                f"({budget['state']}); at the limit {budget['holds']}.",
+            )
+            return redirect(reverse("dashboard:limits") + "#budgets")
+    return _page(request, desk, status=400, budget_form=form)
+
+
+@login_required
+@require_POST
+def budget_delete_action(request: HttpRequest, budget_id: str) -> HttpResponse:
+    desk = Desk(request)
+    try:
+        invoke("budget_delete", desk.actor, {"budget_id": budget_id})
+    except HubError as refusal:
+        messages.error(request, refusal_for_operator(refusal).text)
+    else:
+        messages.success(
+            request, "Budget deleted: the tasks that waited for it go ahead, unless another budget or a cap holds them."
+        )
+    return redirect(reverse("dashboard:limits") + "#budgets")

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from hub_agents.models import CommandKind
 from hub_core.errors import HubError
+from hub_dashboard.budgets import budgets_by_scope
 from hub_dashboard.templatetags.hub_format import node_anchor
 from hub_dashboard.views import Desk
 from hub_dashboard.wording import refusal_for_operator
@@ -28,8 +29,16 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
+    network_budgets, agent_budgets = budgets_by_scope(desk.actor, desk.network_id)
+    if request.GET.get("fragment") == "budgets":  # usage reported or a budget moved: the strip alone
+        return render(request, "dashboard/_budget_strip.html", desk.context(network_budgets=network_budgets))
+    nodes = nodes_overview(actor=desk.actor, network_id=desk.network_id)
+    for node in nodes:  # each agent's own budget on its row
+        for agent in node["agents"]:
+            agent["budgets"] = agent_budgets.get(agent["alias"], [])
     context = desk.context(
-        nodes=nodes_overview(actor=desk.actor, network_id=desk.network_id),
+        nodes=nodes,
+        network_budgets=network_budgets,
         can_command=desk.can_audit,
         agent_commands=AGENT_COMMANDS,
         node_commands=NODE_COMMANDS,

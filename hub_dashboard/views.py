@@ -27,6 +27,7 @@ from hub_approvals.selectors import approvals_waiting
 from hub_approvals.services import Held
 from hub_core import validate
 from hub_core.errors import HubError
+from hub_dashboard.budgets import budgets_by_scope
 from hub_dashboard.chart import bar_chart
 from hub_dashboard.wording import refusal_for_operator
 from hub_events.selectors import events_position
@@ -138,6 +139,9 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
+    if request.GET.get("fragment") == "budgets":  # usage reported or a budget moved: the network's strip alone
+        network_budgets, _ = budgets_by_scope(desk.actor, desk.network_id)
+        return render(request, "dashboard/_budget_strip.html", desk.context(network_budgets=network_budgets))
     nodes = node_list(actor=desk.actor, network_id=desk.network_id)
     if request.GET.get("fragment") == "nodes":  # a node reported: its strip alone, not the whole fleet
         return live_page(request, "dashboard/fleet.html", desk.context(nodes=nodes))
@@ -154,7 +158,11 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
     if skill:
         sessions = [row for row in sessions if skill in row["skills"]]
     asking = questions_by_asker(network_id=desk.network_id)  # a card links to its agent's open question
-    sessions = [{**row, "asks": asking.get(row["alias"])} for row in sessions]
+    # The network's budgets above the fleet, each agent's own on its card: one budget_list for the page.
+    network_budgets, agent_budgets = budgets_by_scope(desk.actor, desk.network_id)
+    sessions = [
+        {**row, "asks": asking.get(row["alias"]), "budgets": agent_budgets.get(row["alias"], [])} for row in sessions
+    ]
     # The open pool beside the fleet: what waits for an agent with the skills, most urgent first.
     tasks_settled(actor=desk.actor, network_id=desk.network_id)  # no open task past its TTL shown
     pool = open_tasks(actor=desk.actor, network_id=desk.network_id, skill=skill or None, limit=POOL_SHOWN)
@@ -177,6 +185,7 @@ def fleet_page(request: HttpRequest) -> HttpResponse:
             skill=skill,
             pool=pool,
             nodes=nodes,
+            network_budgets=network_budgets,
             view=view,
             sort=sort,
             section="fleet",

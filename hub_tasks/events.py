@@ -88,6 +88,8 @@ class TaskUpdated(EventPayload):
         _TASK_ROW,
         _TASK_PAGE,
         Touch("completions", when=(("to_status", ("replied", "failed")),)),
+        # A run ended: the usage it reported moved the budgets of its scope.
+        Touch("budgets", when=(("to_status", ("replied", "failed")),)),
     )
 
     task_id: str
@@ -185,7 +187,8 @@ class BudgetUpdated(EventPayload):
     notice sent with it (null: none)."""
 
     event_type = EventType.BUDGET_UPDATED
-    touches = (Touch("fleet", audience=True), Touch("nodes"))
+    # The card of the agent it counts, and of whoever its notice went to; the strips and the Limits page.
+    touches = (Touch("fleet", keys=("alias",), audience=True), Touch("nodes"), Touch("budgets"))
 
     budget_id: str
     alias: str | None

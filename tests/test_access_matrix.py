@@ -703,10 +703,12 @@ DASHBOARD_CROSS: dict[str, tuple[str, str, dict[str, str]]] = {
     "schedule_run-b_schedule": ("post", "/schedules/@b_schedule/run/", {}),
     "limits-network_b": ("get", "/limits/?network=@b", {}),
     "cap_delete-b_cap": ("post", "/limits/caps/@b_cap/delete/", {}),
+    "budget_delete-b_budget": ("post", "/limits/budgets/@b_budget/delete/", {}),
 }
 # Forms only a network's owners and admins may send: sent by A's admin (and, for the control, B's).
 DASHBOARD_ADMIN_FORMS = {"approve-b_approval", "approve", "schedule_run-b_schedule"}
 DASHBOARD_ADMIN_FORMS |= {"cap_delete-b_cap", "cap_set", "cap_delete"}
+DASHBOARD_ADMIN_FORMS |= {"budget_delete-b_budget", "budget_set", "budget_delete"}
 
 
 def dashboard_user(case_id: str, network: str) -> str:
@@ -847,9 +849,11 @@ DASHBOARD_WRITES: dict[str, tuple[str, dict[str, str]]] = {
     "channel_post": ("/channels/@a_channel/", {"content": "from a viewer", "join": "1"}),
     "cap_set": ("/limits/caps/", {"scope": "all", "limit": "1"}),
     "cap_delete": ("/limits/caps/@a_cap/delete/", {}),
+    "budget_set": ("/limits/budgets/", {"period": "day", "limit_usd": "1", "on_limit": "hold"}),
+    "budget_delete": ("/limits/budgets/@a_budget/delete/", {}),
 }
 # Forms that show the page again with the refusal (and what was typed): 400, not a redirect.
-DASHBOARD_FORMS_SHOWN_AGAIN = {"dispatch", "channel_create", "channel_post", "cap_set"}
+DASHBOARD_FORMS_SHOWN_AGAIN = {"dispatch", "channel_create", "channel_post", "cap_set", "budget_set"}
 
 
 def dashboard_post(world: World, user: str, action: str) -> Any:

@@ -27,7 +27,7 @@ from hub_tools.tools import TOOLS_BY_NAME
 
 REGIONS = {  # every live region the templates hold (data-live="...")
     "fleet", "pool", "nodes", "task", "tasks", "completions", "questions", "questions_count", "approvals",
-    "approvals_count", "channels", "channel_posts", "caps",
+    "approvals_count", "channels", "channel_posts", "caps", "budgets",
 }  # fmt: skip
 
 
