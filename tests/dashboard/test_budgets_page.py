@@ -113,13 +113,14 @@ def test_an_owner_sets_a_budget_watches_it_fill_and_raises_it(
 
     # The Nodes and fleet pages: the network's strip, linking here, and the agent's own meter.
     mine = Budget.objects.get(alias=AGENT).pk
-    for path in ("/nodes/", "/fleet/"):
+    for path in ("/nodes/", "/fleet/?view=table", "/fleet/"):
         page.goto(path)
         strip = page.locator("a.budget-strip")
         assert "$1.10 of $5.00" in strip.inner_text() and "22 %" in strip.inner_text()
         assert page.locator(f"[data-budget='{mine}']").count() == 1
         fits(page, width, path)
-        page.screenshot(path=screenshot_dir / f"budgets{path.replace('/', '-').rstrip('-')}-{size}.png", full_page=True)
+        name = path.strip("/").replace("/?view=", "-")
+        page.screenshot(path=screenshot_dir / f"budgets-{name}-{size}.png", full_page=True)
     # On the fleet page, a run's usage moves the strip and the agent's meter without a reload.
     page.wait_for_selector("#live.on", timeout=LIVE)
     run(hub, agent_http, "port the checker", usd=0.4, tokens=20_000)
