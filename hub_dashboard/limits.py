@@ -9,6 +9,7 @@ place of a fresh one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -51,6 +52,8 @@ class CapForm(forms.Form):
     limit = forms.IntegerField(
         min_value=1, max_value=LIMIT_MAX, help_text="Tasks of the scope with their agents at once."
     )
+
+    section, kind = "caps", "cap"  # its section's anchor, and _page's argument
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, auto_id="cap-%s", **kwargs)  # ids apart from the other sections' forms
@@ -104,6 +107,8 @@ class BudgetForm(forms.Form):
         help_text="Waiting tasks are delivered once it is raised or the period turns.",
     )
 
+    section, kind = "budgets", "budget"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, auto_id="budget-%s", **kwargs)
 
@@ -150,73 +155,69 @@ def limits_page(request: HttpRequest) -> HttpResponse:
     return _page(request, desk)
 
 
-@login_required
-@require_POST
-def cap_set_action(request: HttpRequest) -> HttpResponse:
+def _set(request: HttpRequest, form: CapForm | BudgetForm, tool: str, said: Callable[[Any], str]) -> HttpResponse:
+    """A section's form sent: its tool called (said(result) is the notice, and the page reopens at the
+    section), or the page again with the form, the refusal on its field, and a 400."""
     desk = Desk(request)
     if desk.network_id is None:
         return render(request, "dashboard/no_network.html", desk.context())
-    form = CapForm(request.POST)
     if form.is_valid():
         try:
-            cap = invoke("cap_set", desk.actor, {**form.arguments(), "network_id": desk.network_id})
+            result = invoke(tool, desk.actor, {**form.arguments(), "network_id": desk.network_id})
         except HubError as refusal:
             shown = refusal_for_operator(refusal)
             form.add_error(shown.field if shown.field in form.fields else None, shown.text)
         else:
-            what = SCOPES[cap["scope"]][0] + (f" {cap['value']}" if cap["value"] else "")
-            messages.success(request, f"Cap set: {what}, at most {cap['limit']} at once ({cap['used']} now).")
-            return redirect(reverse("dashboard:limits") + "#caps")
-    return _page(request, desk, status=400, cap_form=form)
+            messages.success(request, said(result))
+            return redirect(reverse("dashboard:limits") + f"#{form.section}")
+    return _page(request, desk, status=400, **{f"{form.kind}_form": form})
+
+
+def _delete(request: HttpRequest, tool: str, arguments: dict[str, str], section: str, said: str) -> HttpResponse:
+    desk = Desk(request)
+    try:
+        invoke(tool, desk.actor, arguments)
+    except HubError as refusal:
+        messages.error(request, refusal_for_operator(refusal).text)
+    else:
+        messages.success(request, said)
+    return redirect(reverse("dashboard:limits") + f"#{section}")
+
+
+def _cap_said(cap: dict[str, Any]) -> str:
+    what = SCOPES[cap["scope"]][0] + (f" {cap['value']}" if cap["value"] else "")
+    return f"Cap set: {what}, at most {cap['limit']} at once ({cap['used']} now)."
+
+
+def _budget_said(row: dict[str, Any]) -> str:
+    budget = budget_shown(row)
+    return (
+        f"Budget set: {budget['scope_name']}, {budget['per']}: {budget['spent_text']} spent ({budget['state']}); "
+        f"at the limit {budget['holds']}."
+    )
+
+
+@login_required
+@require_POST
+def cap_set_action(request: HttpRequest) -> HttpResponse:
+    return _set(request, CapForm(request.POST), "cap_set", _cap_said)
 
 
 @login_required
 @require_POST
 def cap_delete_action(request: HttpRequest, cap_id: str) -> HttpResponse:
-    desk = Desk(request)
-    try:
-        invoke("cap_delete", desk.actor, {"cap_id": cap_id})
-    except HubError as refusal:
-        messages.error(request, refusal_for_operator(refusal).text)
-    else:
-        messages.success(request, "Cap deleted: the tasks that waited for it go ahead, unless another cap holds them.")
-    return redirect(reverse("dashboard:limits") + "#caps")
+    said = "Cap deleted: the tasks that waited for it go ahead, unless another cap holds them."
+    return _delete(request, "cap_delete", {"cap_id": cap_id}, "caps", said)
 
 
 @login_required
 @require_POST
 def budget_set_action(request: HttpRequest) -> HttpResponse:
-    desk = Desk(request)
-    if desk.network_id is None:
-        return render(request, "dashboard/no_network.html", desk.context())
-    form = BudgetForm(request.POST)
-    if form.is_valid():
-        try:
-            row = invoke("budget_set", desk.actor, {**form.arguments(), "network_id": desk.network_id})
-        except HubError as refusal:
-            shown = refusal_for_operator(refusal)
-            form.add_error(shown.field if shown.field in form.fields else None, shown.text)
-        else:
-            budget = budget_shown(row)
-            messages.success(
-                request,
-                f"Budget set: {budget['scope_name']}, {budget['per']}: {budget['spent_text']} spent "
-                f"({budget['state']}); at the limit {budget['holds']}.",
-            )
-            return redirect(reverse("dashboard:limits") + "#budgets")
-    return _page(request, desk, status=400, budget_form=form)
+    return _set(request, BudgetForm(request.POST), "budget_set", _budget_said)
 
 
 @login_required
 @require_POST
 def budget_delete_action(request: HttpRequest, budget_id: str) -> HttpResponse:
-    desk = Desk(request)
-    try:
-        invoke("budget_delete", desk.actor, {"budget_id": budget_id})
-    except HubError as refusal:
-        messages.error(request, refusal_for_operator(refusal).text)
-    else:
-        messages.success(
-            request, "Budget deleted: the tasks that waited for it go ahead, unless another budget or a cap holds them."
-        )
-    return redirect(reverse("dashboard:limits") + "#budgets")
+    said = "Budget deleted: the tasks that waited for it go ahead, unless another budget or a cap holds them."
+    return _delete(request, "budget_delete", {"budget_id": budget_id}, "budgets", said)

@@ -14,21 +14,13 @@ import httpx
 import pytest
 
 from hub_tasks.models import Budget, Task, TaskStatus
+from tests.helpers.dashboard import fits
 from tests.helpers.live import mcp_ok
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms, as the other live pages' tests wait
 SIZES = {"phone": {"width": 390, "height": 844}, "wide": {"width": 1280, "height": 800}}
 AGENT = "builder-with-a-longer-alias"
-
-
-def fits(page, width: int, where: str) -> None:
-    outside = page.evaluate(
-        f"[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > {width + 1})"
-        ".map(e => e.tagName + '.' + e.className + ' ' + (e.innerText || '').slice(0, 40))"
-    )
-    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{where} scrolls sideways: {outside}"
-    assert outside == [], f"{where}: runs off the right edge: {outside}"
 
 
 def rest(hub: Any, agent: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:

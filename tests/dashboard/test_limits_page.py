@@ -8,19 +8,11 @@ from __future__ import annotations
 import pytest
 
 from hub_tasks.models import Cap, Task, TaskStatus
+from tests.helpers.dashboard import fits
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIVE = 5_000  # ms, as the other live pages' tests wait
 SIZES = {"phone": {"width": 390, "height": 844}, "wide": {"width": 1280, "height": 800}}
-
-
-def fits(page, width: int, where: str) -> None:
-    outside = page.evaluate(
-        f"[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > {width + 1})"
-        ".map(e => e.tagName + '.' + e.className + ' ' + (e.innerText || '').slice(0, 40))"
-    )
-    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{where} scrolls sideways: {outside}"
-    assert outside == [], f"{where}: runs off the right edge: {outside}"
 
 
 def set_cap(page, scope: str, limit: int, value: str = "") -> None:

@@ -48,3 +48,14 @@ def page_errors(page: Any) -> list[str]:
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
     return problems
+
+
+def fits(page: Any, width: int, where: str) -> None:
+    """The page scrolls not sideways at `width` px, and nothing on it runs off its right edge (a
+    browser test's page; `where` names it in the failure)."""
+    outside = page.evaluate(
+        f"[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > {width + 1})"
+        ".map(e => e.tagName + '.' + e.className + ' ' + (e.innerText || '').slice(0, 40))"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{where} scrolls sideways: {outside}"
+    assert outside == [], f"{where}: runs off the right edge: {outside}"
