@@ -9,6 +9,7 @@ where the caller may write count for the renewal and the receipts: a viewer neve
 
 from __future__ import annotations
 
+from django.db import connection
 from django.utils import timezone
 
 from hub_agents.actors import Actor
@@ -16,6 +17,7 @@ from hub_core.formats import timestamp
 from hub_tasks import limits
 from hub_tasks.lifecycle import leases_renew
 from hub_tasks.models import DeliveredVia
+from hub_tasks.reads import FOLDS_RENEWAL
 from hub_tasks.receipts import messages_delivered
 from hub_tasks.selectors import Row, inbox_pending
 from hub_tasks.settled import tasks_settled
@@ -30,11 +32,20 @@ def inbox_fetch(
     wait_seconds: float | None = None,
 ) -> list[Row]:
     """get_inbox: settle, renew the alias's leases, read its unacknowledged messages (high priority
-    first, then oldest first; inbox_pending), and mark those read for the first time delivered."""
+    first, then oldest first; inbox_pending), and mark those read for the first time delivered.
+    On PostgreSQL the renewal and the read are one statement (hub_tasks.reads.inbox_read)."""
     tasks_settled(actor=actor)
     writable = [network for network in actor.readable_networks(network_id) if actor.can_write(network)]
-    leases_renew(network_ids=writable, alias=alias)
-    rows = inbox_pending(actor=actor, alias=alias, limit=limit, network_id=network_id, wait_seconds=wait_seconds)
+    if connection.vendor not in FOLDS_RENEWAL:
+        leases_renew(network_ids=writable, alias=alias)
+    rows = inbox_pending(
+        actor=actor, alias=alias, limit=limit, network_id=network_id, wait_seconds=wait_seconds, renew=writable
+    )
+    return inbox_received(actor=actor, alias=alias, rows=rows)
+
+
+def inbox_received(*, actor: Actor, alias: str, rows: list[Row]) -> list[Row]:
+    """get_inbox's rows, those read for the first time (where the caller may write) marked delivered."""
     new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
     if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
         return rows

@@ -7,7 +7,7 @@ Reads only: a task past its deadline still reads as it was stored. The tools tha
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,6 +36,7 @@ from hub_tasks.models import (
     TaskEvent,
     TaskStatus,
 )
+from hub_tasks.reads import CursorDriver, inbox_read, run_now
 from hub_tasks.results import Row, TaskHistory, TaskListing
 
 # list_tasks rows carry exactly these columns; get_task has the whole row.
@@ -51,17 +52,18 @@ def inbox_pending(
     limit: int = limits.INBOX_LIMIT_DEFAULT,
     network_id: str | None = None,
     wait_seconds: float | None = None,
+    renew: Sequence[str] = (),
 ) -> list[Row]:
-    """get_inbox's read: the alias's unacknowledged messages, high priority first, then oldest first.
+    """get_inbox's read: the alias's unacknowledged messages, high priority first, then oldest first
+    (hub_tasks.reads.inbox_read, the statement the fast lane runs too; on PostgreSQL it renews the
+    alias's leases in `renew` as well).
 
     An empty inbox with wait_seconds answers empty and says on which feeds a message would show
     (`nothing_yet`); a transport that long-polls waits there and reads again.
     """
     networks = actor.readable_networks(network_id)
-    # With its task: a task message's row carries the task's budget.
-    pending = InboxMessage.objects.pending(network_ids=networks, alias=alias).select_related("task")
-    messages = pending.in_delivery_order()[:limit]
-    rows = [message.as_row() for message in messages]
+    read = inbox_read(CursorDriver(), networks=networks, alias=alias, limit=limit, renew=renew, now=timezone.now())
+    rows = run_now(read)
     if not rows:
         nothing_yet(groups=[feed_group(network, alias) for network in networks], seconds=wait_seconds or 0)
     return rows
