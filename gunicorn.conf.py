@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 logger_class = "commhub.serving.GunicornLogger"
+# uvicorn on uvloop and httptools (README's command names it too; docs/PERFORMANCE.md "Serving").
+worker_class = "commhub.serving.UvicornWorker"
 
 
 def on_starting(server: Any) -> None:

@@ -6,10 +6,11 @@ Neither server logs requests through Django's LOGGING on its own:
   on stdout), never through `logging`. `python -m commhub.serving` is daphne's own command line
   (every flag as `python -m daphne`) whose access lines go to the `daphne.access` logger instead:
   they reach the console handler of Django's LOGGING, which redacts them.
-- uvicorn workers under gunicorn (production) log each request on `uvicorn.access`, whose handlers
-  the worker takes from gunicorn's access log (`--access-logfile`), and errors on `uvicorn.error`
-  with gunicorn's error handlers. GunicornLogger (named by gunicorn.conf.py) puts the filter on
-  every handler gunicorn makes, so whatever gunicorn or uvicorn writes through them is redacted.
+- uvicorn workers under gunicorn (production: UvicornWorker below, on uvloop and httptools) log
+  each request on `uvicorn.access`, whose handlers the worker takes from gunicorn's access log
+  (`--access-logfile`), and errors on `uvicorn.error` with gunicorn's error handlers. GunicornLogger
+  (named by gunicorn.conf.py) puts the filter on every handler gunicorn makes, so whatever gunicorn
+  or uvicorn writes through them is redacted.
 
 Both servers write a request's access line from within the application's `send` of its last
 message (daphne) or its first (uvicorn), so under COMMHUB_LOG_FORMAT=json that line carries the
@@ -28,6 +29,7 @@ from daphne.cli import CommandLineInterface
 from daphne.server import Server
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
+from uvicorn_worker import UvicornWorker as _UvicornWorker
 
 from commhub.logs import JsonFormatter
 from commhub.security import RedactTokens
@@ -90,6 +92,14 @@ class GunicornLogger(Logger):
                     handler.addFilter(RedactTokens())
                 if json_lines:
                     handler.setFormatter(JsonFormatter())
+
+
+class UvicornWorker(_UvicornWorker):
+    """Production's worker class: uvicorn on uvloop and httptools, named rather than left to
+    uvicorn's `auto` (which falls back to asyncio and h11 without a word when either is missing).
+    Issue 29 measured it against asyncio+h11 and granian: docs/PERFORMANCE.md "Serving"."""
+
+    CONFIG_KWARGS: dict[str, Any] = {"loop": "uvloop", "http": "httptools"}
 
 
 if __name__ == "__main__":

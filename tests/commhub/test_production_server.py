@@ -1,0 +1,134 @@
+"""README's Production command, started as documented: one server for HTTP, SSE, long-poll and the
+dashboard socket, on uvloop and httptools, restarted and stopped without cutting a request in flight
+(issue 29 item 3; the access-log redaction on the same command: test_access_logs.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+
+from hub_agents.services import membership_set
+from hub_events.selectors import events_position
+from tests.commhub.test_access_logs import production_command
+from tests.helpers.live import Agent, Hub, assert_clean_log, sse_events, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def production(hub_server) -> Hub:
+    """README's line with 2 workers where they share PostgreSQL and Redis as in production, else 1
+    (SQLite's test runs: no channel layer between processes)."""
+    shared = connection.vendor == "postgresql" and bool(settings.REDIS_URL)
+
+    def command(port: int) -> list[str]:
+        argv = production_command(port)
+        argv[argv.index("--workers") + 1] = "2" if shared else "1"
+        return argv
+
+    return hub_server(command=command)
+
+
+def workers(hub: Hub) -> list[int]:
+    children = Path(f"/proc/{hub.process.pid}/task/{hub.process.pid}/children")
+    return [int(pid) for pid in children.read_text().split()]
+
+
+def test_the_production_command_serves_http_sse_and_the_dashboard_socket(
+    hub_server, agent_http, network, django_user_model
+):
+    hub = production(hub_server)
+    operator = django_user_model.objects.create_user("operator", password="x")
+    membership_set(user=operator, network=network, role="admin")
+    browser = Client()
+    browser.force_login(operator)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    start = events_position(network_id=network.id)
+    sse_frames: list[dict] = []
+
+    def listen_sse() -> None:
+        for _, _, frame in sse_events(hub, agent_http, "coder", last_event_id=start, within=30):
+            sse_frames.append(frame)
+            return
+
+    async def run() -> dict:
+        ws_url = hub.url.replace("http", "ws") + "/ws/dashboard"
+        async with websockets.connect(ws_url, origin=hub.url, additional_headers={"Cookie": cookie}) as socket:
+            assert json.loads(await socket.recv())["type"] == "hello"
+            sse = threading.Thread(target=listen_sse)
+            sse.start()
+            await asyncio.sleep(1)  # both clients are connected by now
+            sent = await asyncio.to_thread(agent_http.send_task, hub, "coder", "served in production")
+            frame = json.loads(await asyncio.wait_for(socket.recv(), 10))
+            await asyncio.to_thread(sse.join, 30)
+            return {"sent": sent, "ws": frame}
+
+    outcome = asyncio.run(run())
+
+    task_id = outcome["sent"]["task_id"]
+    assert (outcome["ws"]["type"], outcome["ws"]["payload"]["task_id"]) == ("new_task", task_id)
+    assert [(frame["type"], frame["payload"]["task_id"]) for frame in sse_frames] == [("new_task", task_id)]
+    assert [message["id"] for message in agent_http.inbox(hub, "coder")["messages"]] == [task_id]
+    # Every worker on uvloop and httptools (commhub.serving.UvicornWorker), not uvicorn's silent fallback.
+    for pid in workers(hub):
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert "uvloop/loop." in maps and "httptools/parser/parser." in maps, pid
+    assert_clean_log(hub)
+
+
+def long_poll(hub: Hub, agent: Agent, answers: list[httpx.Response | Exception]) -> threading.Thread:
+    def poll() -> None:
+        try:
+            answers.append(
+                httpx.get(
+                    f"{hub.url}/api/v1/sessions/waiter/inbox",  # nobody sends to it: the poll waits
+                    params={"wait_seconds": 4},
+                    headers=agent.headers,
+                    timeout=60,
+                )
+            )
+        except Exception as exc:  # the test reads it: a cut connection is the failure it looks for
+            answers.append(exc)
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    time.sleep(1.5)  # the request is in its worker by now
+    return thread
+
+
+def test_a_restart_and_a_stop_let_a_long_poll_in_flight_answer(hub_server, agent_http):
+    hub = production(hub_server)
+    before = set(workers(hub))
+
+    # SIGHUP: gunicorn starts new workers and lets the old ones finish what they serve.
+    answers: list[httpx.Response | Exception] = []
+    poll = long_poll(hub, agent_http, answers)
+    hub.process.send_signal(signal.SIGHUP)
+    wait_for(
+        lambda: set(workers(hub)).isdisjoint(before) and len(workers(hub)) == len(before), within=60, what="new workers"
+    )
+    poll.join(30)
+    assert [getattr(answer, "status_code", answer) for answer in answers] == [200]
+    assert answers[0].elapsed.total_seconds() > 3  # it waited its 4 s across the restart
+    sent = agent_http.send_task(hub, "coder", "after the restart")  # the new workers serve
+    assert [message["id"] for message in agent_http.inbox(hub, "coder")["messages"]] == [sent["task_id"]]
+
+    # SIGTERM: no new request is taken, the one in flight is answered, then the server exits cleanly.
+    answers.clear()
+    poll = long_poll(hub, agent_http, answers)
+    hub.process.send_signal(signal.SIGTERM)
+    poll.join(30)
+    assert [getattr(answer, "status_code", answer) for answer in answers] == [200]
+    assert answers[0].elapsed.total_seconds() > 3
+    assert hub.process.wait(timeout=30) == 0
+    assert_clean_log(hub)
