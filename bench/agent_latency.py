@@ -83,7 +83,7 @@ def start_hub(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
         "gunicorn",
         "commhub.asgi:application",
         "-k",
-        "uvicorn_worker.UvicornWorker",
+        "commhub.serving.UvicornWorker",  # production's (README, Production)
         "--workers",
         "1",
         "--bind",

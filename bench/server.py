@@ -81,12 +81,30 @@ def start(name: str, command: list[str], env: dict[str, str], *, probe: str = "/
     raise RuntimeError(f"{name} did not start; see {LOGS / name}.log")
 
 
-def asgi(app: str, *, workers: int) -> list[str]:
-    """Production: gunicorn managing uvicorn workers. (`uvicorn --workers N` shares its socket in a
-    way that loses TCP_NODELAY: every response then waits ~40 ms on delayed ACKs.)"""
+# How bench/run serves the ASGI apps (issue 29 item 3 measured them side by side): production's own
+# serving by default; BENCH_SERVER picks another candidate to compare it with.
+SERVERS = ("uvicorn", "uvicorn-h11", "granian")
+SERVER = os.environ.get("BENCH_SERVER", "uvicorn")
+if SERVER not in SERVERS:
+    raise SystemExit(f"BENCH_SERVER={SERVER!r}: one of {', '.join(SERVERS)}")
+
+
+def asgi(app: str, *, workers: int, pythonpath: Path | None = None) -> list[str]:
+    """Production: gunicorn managing uvicorn workers on uvloop and httptools (commhub.serving's
+    worker class). (`uvicorn --workers N` shares its socket in a way that loses TCP_NODELAY: every
+    response then waits ~40 ms on delayed ACKs.) BENCH_SERVER=uvicorn-h11 is the same on asyncio
+    and h11 (production before issue 29); BENCH_SERVER=granian is granian's own process manager."""
+    if SERVER == "granian":
+        return [
+            sys.executable, "-m", "granian", app, "--interface", "asgi", "--host", "127.0.0.1", "--port", "{port}",
+            "--workers", str(workers), "--loop", "uvloop", "--log-level", "warning",
+            *(["--working-dir", str(pythonpath)] if pythonpath else []),
+        ]  # fmt: skip
+    worker = "uvicorn_worker.UvicornH11Worker" if SERVER == "uvicorn-h11" else "commhub.serving.UvicornWorker"
     return [
         sys.executable, "-m", "gunicorn", app, "--bind", "127.0.0.1:{port}", "--workers", str(workers),
-        "--worker-class", "uvicorn_worker.UvicornWorker", "--log-level", "warning",
+        "--worker-class", worker, "--log-level", "warning",
+        *(["--pythonpath", str(pythonpath)] if pythonpath else []),
     ]  # fmt: skip
 
 
@@ -100,7 +118,7 @@ def wsgi(app: str, *, workers: int, threads: int = 1) -> list[str]:
 
 def limit_app(*, workers: int) -> list[str]:
     """The reference app (../shared/perf/limit_app.py) served exactly as the hub is."""
-    return [*asgi("limit_app:app", workers=workers), "--pythonpath", str(LIMIT_APP)]
+    return asgi("limit_app:app", workers=workers, pythonpath=LIMIT_APP)
 
 
 def limit_env(*, database_url: str, token: str, network_id: str) -> dict[str, str]:
