@@ -26,7 +26,7 @@ from tests.helpers.live import Agent, Hub, assert_clean_log, sse_events, wait_fo
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def production(hub_server) -> Hub:
+def production(hub_server, env: dict[str, str] | None = None) -> Hub:
     """README's line with 2 workers where they share PostgreSQL and Redis as in production, else 1
     (SQLite's test runs: no channel layer between processes)."""
     shared = connection.vendor == "postgresql" and bool(settings.REDIS_URL)
@@ -36,7 +36,7 @@ def production(hub_server) -> Hub:
         argv[argv.index("--workers") + 1] = "2" if shared else "1"
         return argv
 
-    return hub_server(command=command)
+    return hub_server(env, command=command)
 
 
 def workers(hub: Hub) -> list[int]:
@@ -47,7 +47,7 @@ def workers(hub: Hub) -> list[int]:
 def test_the_production_command_serves_http_sse_and_the_dashboard_socket(
     hub_server, agent_http, network, django_user_model
 ):
-    hub = production(hub_server)
+    hub = production(hub_server, {"COMMHUB_LOG_FORMAT": "json"})
     operator = django_user_model.objects.create_user("operator", password="x")
     membership_set(user=operator, network=network, role="admin")
     browser = Client()
@@ -79,6 +79,19 @@ def test_the_production_command_serves_http_sse_and_the_dashboard_socket(
     assert (outcome["ws"]["type"], outcome["ws"]["payload"]["task_id"]) == ("new_task", task_id)
     assert [(frame["type"], frame["payload"]["task_id"]) for frame in sse_frames] == [("new_task", task_id)]
     assert [message["id"] for message in agent_http.inbox(hub, "coder")["messages"]] == [task_id]
+    # The access line is logged within the request: under JSON logs it carries its id and caller.
+    headers = {**agent_http.headers, "X-Request-ID": "production-1"}
+    assert httpx.get(f"{hub.url}/api/v1/sessions/coder/inbox", headers=headers).status_code == 200
+    access = wait_for(
+        lambda: [
+            line
+            for line in map(json.loads, filter(None, hub.log.read_text().splitlines()))
+            if line["logger"] == "uvicorn.access" and line["request_id"] == "production-1"
+        ],
+        within=10,
+        what="the access line",
+    )
+    assert access[0]["actor"] and "/api/v1/sessions/coder/inbox" in access[0]["message"], access
     # Every worker on uvloop and httptools (commhub.serving.UvicornWorker), not uvicorn's silent fallback.
     for pid in workers(hub):
         maps = Path(f"/proc/{pid}/maps").read_text()
