@@ -129,6 +129,30 @@ class Doorbell:
         else:
             self.broken = False
 
+    async def join(self, groups: Iterable[str]) -> None:
+        """Listen on these groups too (kept on renew)."""
+        added = [group for group in groups if group not in self.groups]
+        self.groups += added
+        for group in added if self.channel and not self.broken else ():
+            try:
+                await self.layer.group_add(group, self.channel)
+            except Exception:
+                self._broke("join")
+
+    async def leave(self, groups: Iterable[str]) -> None:
+        """Stop listening on these groups (best effort: the layer expires members anyway)."""
+        gone = [group for group in groups if group in self.groups]
+        self.groups = [group for group in self.groups if group not in gone]
+        for group in gone if self.channel else ():
+            try:
+                await self.layer.group_discard(group, self.channel)
+            except Exception:
+                logger.debug("could not leave %s", group, exc_info=True)
+
+    def nudge(self) -> None:
+        """Wake the waiter as a ring would: it has a reason of its own to look again."""
+        self._rang.set()
+
     async def _listen(self) -> None:
         while True:
             try:

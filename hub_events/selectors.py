@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import Count, Max, QuerySet
@@ -22,6 +23,18 @@ def events_after_traced(
     """events_after, each frame with the trace context it was published in ("" if none), for the
     span of its delivery; the context is never part of the frame."""
     return [(event.as_frame(), event.trace) for event in _feed(network_id, audience, after)[:limit]]
+
+
+def feeds_after_traced(
+    *, network_id: str, audiences: Collection[str], after: int, upto: int | None = None, limit: int = PAGE
+) -> list[tuple[str, dict[str, Any], str]]:
+    """Several audiences' sealed events with after < seq (<= upto, if given), oldest first, each as
+    (audience, frame, trace context): one read for all the streams of a network in one process
+    (hub_live.fanout)."""
+    events = Event.objects.filter(network_id=network_id, audience__in=list(audiences), seq__gt=after)
+    if upto is not None:
+        events = events.filter(seq__lte=upto)
+    return [(event.audience, event.as_frame(), event.trace) for event in events.order_by("seq")[:limit]]
 
 
 def _feed(network_id: str, audience: str, after: int) -> QuerySet[Event]:

@@ -1,8 +1,9 @@
 """/ws/dashboard: every event of the signed-in operator's networks, as JSON frames.
 
-The connection listens on a doorbell (hub_core.doorbell) for each network's operators feed; a ring
-means "read the log after where you are". A periodic catch-up covers rings the layer dropped, and
-a layer that is down (Redis) degrades the socket to polling instead of closing it. Reconnecting
+The connection joins, for each network, the process's reader of the network (hub_live.fanout),
+which reads the log on each ring of the operators feed, once for every socket and stream it
+serves, and hands the socket what it has not had. Readers look again now and then on their own
+(rings the layer dropped), and a layer that is down (Redis) degrades them to polling. Reconnecting
 clients pass where they were, `?after=net_a:120,net_b:7`, and get everything since.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -20,12 +20,12 @@ from django.conf import settings
 
 from hub_agents.models import Membership
 from hub_agents.services import session_actor
-from hub_core.doorbell import Doorbell, feed_group
+from hub_core.doorbell import QUIET_SECONDS
 from hub_core.metrics import OPEN_STREAMS
 from hub_core.waiting import in_pool
 from hub_events.models import OPERATORS
-from hub_events.selectors import PAGE, events_after, events_position
-from hub_events.services import events_seal_leftovers
+from hub_events.selectors import events_position
+from hub_live import fanout
 
 logger = logging.getLogger(__name__)
 
@@ -54,74 +54,65 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
                 if network_id in asked
                 else await in_pool(lambda n=network_id: events_position(network_id=n))
             )
-        self.lock = asyncio.Lock()
-        bell = await Doorbell(feed_group(network_id, OPERATORS) for network_id in self.positions).__aenter__()
-        # Counted from its accept; uncounted by disconnect (below) once it has its watcher, else here.
-        OPEN_STREAMS.labels(transport="websocket").inc()
+        # Joined before the hello: nothing committed after the positions is missed. The process's
+        # reader of each network reads the log for all the sockets and streams it serves (hub_live.fanout).
+        self.streams: dict[str, fanout.Stream] = {}
         try:
-            await self.accept()
-            await self.send_json({"type": "hello", "positions": self.positions})
-            await self.catch_up()
-        except BaseException:  # no watcher yet to close the bell: its listener must not outlive the socket
-            OPEN_STREAMS.labels(transport="websocket").dec()
-            await bell.__aexit__(None, None, None)
+            for network_id, after in self.positions.items():
+                self.streams[network_id] = await fanout.join(network_id=network_id, audience=OPERATORS, after=after)
+            # Counted from its accept; uncounted by disconnect (below) once it has its watcher, else here.
+            OPEN_STREAMS.labels(transport="websocket").inc()
+            try:
+                await self.accept()
+                await self.send_json({"type": "hello", "positions": self.positions})
+            except BaseException:
+                OPEN_STREAMS.labels(transport="websocket").dec()
+                raise
+        except BaseException:  # no watcher yet to leave the feeds: their readers must not outlive the socket
+            self._leave()
             raise
-        self.watcher = asyncio.create_task(self._watch(bell))
+        self.watcher = asyncio.create_task(self._watch())
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "watcher"):
             self.watcher.cancel()
             OPEN_STREAMS.labels(transport="websocket").dec()
             del self.watcher  # a second disconnect uncounts nothing
+        self._leave()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         pass  # read-only: operators act through the dashboard's forms and the API; frames are ignored unread
 
-    async def catch_up(self) -> None:
-        async with self.lock:  # one reader at a time, so no frame goes out twice
-            for network_id, after in self.positions.items():
-                while True:
-                    frames = await in_pool(
-                        lambda n=network_id, a=after: events_after(network_id=n, audience=OPERATORS, after=a)
-                    )
-                    for frame in frames:
-                        await self.send_json(frame)
-                        after = frame["id"]
-                    self.positions[network_id] = after
-                    if len(frames) < PAGE:
-                        break
+    def _leave(self) -> None:
+        for stream in getattr(self, "streams", {}).values():
+            fanout.leave(stream)
 
-    async def _watch(self, bell: Doorbell) -> None:
-        """Catch up on every ring; every COMMHUB_STREAM_RECHECK_SECONDS, however busy, also
-        re-check the session, the user and the layer."""
+    async def _watch(self) -> None:
+        """Forward what each network's reader hands the socket; every COMMHUB_STREAM_RECHECK_SECONDS,
+        however busy, re-check the session and the user."""
         every = float(settings.COMMHUB_STREAM_RECHECK_SECONDS)
-        next_check = time.monotonic() + every
+        forwarders = [asyncio.create_task(self._forward(n, stream)) for n, stream in self.streams.items()]
         try:
             while True:
-                await bell.wait(next_check - time.monotonic())
+                await asyncio.sleep(every)
                 try:
-                    if time.monotonic() >= next_check:
-                        next_check = time.monotonic() + every
-                        refused = await self._recheck(bell)
-                        if refused:
-                            await self.close(code=refused)
-                            return
-                    await self.catch_up()
-                except Exception:  # a passing database fault must not end the catch-ups
-                    logger.exception("dashboard catch-up failed; retrying on the next ring or check")
+                    refused = await in_pool(self._refusal)
+                except Exception:  # a passing database fault must not end the socket
+                    logger.exception("dashboard re-check failed; retrying on the next check")
+                    continue
+                if refused:
+                    await self.close(code=refused)
+                    return
         finally:
-            await bell.__aexit__(None, None, None)
+            for forwarder in forwarders:
+                forwarder.cancel()
+            self._leave()
 
-    async def _recheck(self, bell: Doorbell) -> int | None:
-        """The close code if the user may no longer watch; else re-join the feeds (layers forget
-        members after their group expiry) and seal what a dead process left unsealed."""
-        refused = await in_pool(self._refusal)
-        if refused:
-            return refused
-        await bell.renew()
-        for network_id in self.positions:
-            await in_pool(lambda n=network_id: events_seal_leftovers(network_id=n))
-        return None
+    async def _forward(self, network_id: str, stream: fanout.Stream) -> None:
+        while True:
+            for frame, _ in await stream.next(QUIET_SECONDS):
+                await self.send_json(frame)
+                self.positions[network_id] = frame["id"]
 
     def _refusal(self) -> int | None:
         actor = session_actor(session_key=self.session_key)

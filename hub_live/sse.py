@@ -17,14 +17,12 @@ from hub_agents.actors import Actor
 from hub_agents.services import session_touch, token_authenticate
 from hub_core import tracing, validate
 from hub_core.bearer import BEARER_HELP, WWW_AUTHENTICATE, bearer_token
-from hub_core.doorbell import Doorbell, feed_group
 from hub_core.errors import HubError
 from hub_core.metrics import OPEN_STREAMS
 from hub_core.waiting import in_pool
-from hub_events.selectors import PAGE, events_after_traced, events_position
-from hub_events.services import events_seal_leftovers
+from hub_events.selectors import events_position
+from hub_live import fanout
 from hub_tasks.models import DeliveredVia
-from hub_tasks.receipts import messages_delivered
 
 
 @require_GET
@@ -77,8 +75,13 @@ async def _frames(token: str, network_id: str, alias: str, after: int, *, presen
     # lost its right) ends the generator, and the finally with it.
     OPEN_STREAMS.labels(transport="sse").inc()
     try:
-        # Subscribe before the first read, so nothing can slip between the read and the subscription.
-        async with Doorbell([feed_group(network_id, alias)]) as bell:
+        # Joined (subscribed) before the first read, so nothing can slip between the read and the
+        # subscription. The process's reader of the network reads the log for all its streams and
+        # writes the receipts of what reaches the agent's own stream (hub_live.fanout).
+        stream = await fanout.join(
+            network_id=network_id, audience=alias, after=after, receipts=DeliveredVia.SSE if present else None
+        )
+        try:
             if present:
                 await in_pool(lambda: session_touch(network_id=network_id, alias=alias))
             yield "retry: 2000\n\n"
@@ -91,39 +94,21 @@ async def _frames(token: str, network_id: str, alias: str, after: int, *, presen
                     if not await in_pool(lambda: _keepalive(token, network_id, alias)):
                         return  # revoked, deactivated, or no longer a reader of the network: the stream ends
                     yield ": keepalive\n\n"
-                    await bell.renew()
-                frames = await in_pool(lambda a=after: _read(network_id, alias, a, present=present))
-                for frame, trace in frames:
-                    after = frame["id"]
+                for frame, trace in await stream.next(next_check - time.monotonic()):
                     # With traces on, a span in the trace that published the event (hub_core.tracing).
-                    with tracing.delivery(frame["type"], after, trace, alias):
+                    with tracing.delivery(frame["type"], frame["id"], trace, alias):
                         yield _sse(frame)
-                if len(frames) < PAGE:  # else more to replay, at once
-                    await bell.wait(next_check - time.monotonic())
+        finally:
+            fanout.leave(stream)
     finally:
         OPEN_STREAMS.labels(transport="sse").dec()
-
-
-def _read(network_id: str, alias: str, after: int, *, present: bool) -> list[tuple[dict[str, Any], str]]:
-    """The next frames (each with its trace context), and the delivery receipts of the inbox messages
-    they name (the agent's own stream only: a viewer watching is not the agent reading), in one pool call."""
-    frames = events_after_traced(network_id=network_id, audience=alias, after=after)
-    if present:
-        named = [frame["payload"] for frame, _ in frames if frame["payload"].get("message_id")]
-        messages_delivered(
-            network_ids=[network_id],
-            alias=alias,
-            messages=[(p["message_id"], p.get("type"), p.get("task_id")) for p in named],
-            via=DeliveredVia.SSE,
-        )
-    return frames
 
 
 def _keepalive(token: str, network_id: str, alias: str) -> bool:
     """False if the caller may no longer read the network or be the alias (by the read path's own
     rules: a policy switched to strict ends an unbound token's stream); else: a connected caller
-    that may write there keeps the alias alive, and events left unsealed by a process that died
-    after its commit are sealed, so they are delivered after all."""
+    that may write there keeps the alias alive. (Events left unsealed by a process that died after
+    its commit are sealed by the stream's reader, hub_live.fanout.)"""
     try:
         actor = token_authenticate(raw=token)
         actor.readable_networks(network_id)
@@ -132,7 +117,6 @@ def _keepalive(token: str, network_id: str, alias: str) -> bool:
         return False
     if actor.can_write(network_id):  # a viewer watching must not keep an agent "online"
         session_touch(network_id=network_id, alias=alias)
-    events_seal_leftovers(network_id=network_id)
     return True
 
 

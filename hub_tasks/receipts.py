@@ -1,8 +1,9 @@
 """Delivery receipts: when an inbox message first reached its agent, and how; when a task was first read.
 
 Written after a read, never by a selector: get_inbox (hub_tasks.inbox.inbox_fetch, after the read,
-in the same call) and the agent's SSE stream (hub_live.sse, for the events that name a message),
-both through `messages_delivered`, which holds the rule of what a delivery marks. Cheap on the hot
+in the same call) through `messages_delivered`, and the agents' SSE streams (hub_live.fanout, for
+the events that name a message, all the streams one reader serves at once) through
+`deliveries_mark`; both hold the one rule of what a delivery marks. Cheap on the hot
 path: one UPDATE for the tasks, then the messages still unmarked locked and marked (tasks first: the
 hub's lock order); both match only rows still unmarked, so a receipt is set once and never moved,
 whichever reader gets there first, and its dispatch-to-delivery latency (hub_core.metrics) is
@@ -36,8 +37,14 @@ def receipts_mark(
     `task_ids`: the tasks of the task messages in `message_ids` (a notice or a chained reply about a
     task is not its agent reading it); only those still unread are written.
     """
-    message_ids, task_ids = list(message_ids), list(task_ids)
-    if not message_ids or not network_ids:
+    return _mark(network_ids, {message_id: alias for message_id in message_ids}, list(task_ids), via, now)
+
+
+def _mark(
+    network_ids: Collection[str], owners: dict[str, str], task_ids: list[str], via: DeliveredVia, now: datetime | None
+) -> int:
+    """receipts_mark for messages of any number of aliases (`owners`: message id -> the alias it went to)."""
+    if not owners or not network_ids:
         return 0
     now = now or timezone.now()
     # One transaction: one commit for both rows (on SQLite one write lock, one sync). Tasks before
@@ -50,15 +57,21 @@ def receipts_mark(
             Task.objects.filter(network_id__in=list(network_ids), pk__in=task_ids, first_read_at__isnull=True).update(
                 first_read_at=now
             )
-        # Locked first, so this call knows which messages it is the first to deliver (a reader racing
-        # it waits, then finds them marked): their dispatch-to-delivery latency is counted once.
-        first = list(
+        # Locked first (in one order, for readers marking several at once), so this call knows which
+        # messages it is the first to deliver (a reader racing it waits, then finds them marked):
+        # their dispatch-to-delivery latency is counted once.
+        locked = (
             InboxMessage.objects.select_for_update()
             .filter(
-                network_id__in=list(network_ids), to_alias=alias, pk__in=message_ids, delivered_to_agent_at__isnull=True
+                network_id__in=list(network_ids),
+                to_alias__in=set(owners.values()),
+                pk__in=list(owners),
+                delivered_to_agent_at__isnull=True,
             )
-            .values_list("pk", "type", "created_at")
+            .order_by("pk")
+            .values_list("pk", "to_alias", "type", "created_at")
         )
+        first = [(pk, kind, at) for pk, to, kind, at in locked if owners[pk] == to]
         if not first:
             return 0
         marked = InboxMessage.objects.filter(pk__in=[pk for pk, _, _ in first]).update(
@@ -78,12 +91,28 @@ def messages_delivered(
 ) -> int:
     """These messages of `alias` reached it (each as (message_id, type, task_id)): receipts_mark them,
     and only a task message marks its task read (a notice or a chained reply about it does not)."""
-    messages = list(messages)
-    return receipts_mark(
+    return deliveries_mark(
         network_ids=network_ids,
-        alias=alias,
-        message_ids=[message_id for message_id, _, _ in messages],
-        task_ids=[task_id for _, kind, task_id in messages if kind == InboxMessage.Type.TASK and task_id],
+        deliveries=[(alias, message_id, kind, task_id) for message_id, kind, task_id in messages],
         via=via,
         now=now,
+    )
+
+
+def deliveries_mark(
+    *,
+    network_ids: Collection[str],
+    deliveries: Iterable[tuple[str, str, str, str | None]],
+    via: DeliveredVia,
+    now: datetime | None = None,
+) -> int:
+    """messages_delivered for several agents at once, in one transaction (a process's streams of one
+    network, hub_live.fanout): each delivery is (alias, message_id, type, task_id)."""
+    deliveries = list(deliveries)
+    return _mark(
+        network_ids,
+        {message_id: alias for alias, message_id, _, _ in deliveries},
+        [task_id for _, _, kind, task_id in deliveries if kind == InboxMessage.Type.TASK and task_id],
+        via,
+        now,
     )
