@@ -17,15 +17,26 @@ read-first renewal, which its caller runs before the read (`FOLDS_RENEWAL`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Coroutine, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from django.db import connection
+from django.db.models import DateTimeField, DurationField, JSONField
 from django.utils.dateparse import parse_datetime
 
 from hub_core.formats import timestamp
-from hub_tasks.models import LEASED, InboxMessage
+from hub_tasks.models import (
+    LEASED,
+    TASK_COLUMNS,
+    UNTIL_RELEASED,
+    InboxMessage,
+    Question,
+    Task,
+    TaskAttempt,
+    TaskEvent,
+)
 from hub_tasks.results import Row
 
 T = TypeVar("T")
@@ -142,3 +153,119 @@ async def inbox_read(
         renewal, renewal_params = _renewal(renew, alias, now)
         sql, params = f"WITH renewed AS ({renewal}) {sql}", [*renewal_params, *params]
     return [_inbox_row(row) for row in await db.rows(sql, params)]
+
+
+# --- get_task ------------------------------------------------------------------------------------
+
+# The one string the databases differ in: a list of rows as a JSON array of arrays, ordered, in one
+# subquery (`{cols}` the row's columns, `{json}` those of them stored as JSON text on SQLite).
+_LISTS = {
+    "postgresql": "(SELECT json_agg(json_build_array({cols}) ORDER BY {order}) FROM {table} WHERE {where})",
+    "sqlite": (
+        "(SELECT json_group_array(json(x)) FROM (SELECT json_array({cols}) AS x FROM {table} WHERE {where} "
+        "ORDER BY {order}))"
+    ),
+}
+# A JSON column inside a list: PostgreSQL embeds jsonb as it is; SQLite stores text, read back as JSON.
+_JSON_IN_LIST = {"postgresql": "{column}", "sqlite": "json({column})"}
+
+_EVENT = ("kind", "from_status", "to_status", "actor", "detail", "created_at", "question_id")
+_ATTEMPT = (
+    "number", "alias", "outcome", "result", "ended_by", "delivered_at", "acked_at", "started_at", "ended_at",
+    "tokens_in", "tokens_out", "cost_usd", "model", "duration_seconds",
+)  # fmt: skip
+_QUESTION = (
+    "id", "task_id", "asked_by", "text", "options", "asked_at", "answer", "answered_by", "answered_at",
+    "answer_message_id",
+)  # fmt: skip
+
+
+def _task_columns() -> list[str]:
+    """The task's stored columns as_row reads (lease_seconds is the lease's)."""
+    names = {field.attname for field in Task._meta.concrete_fields}
+    return [column for column in (*TASK_COLUMNS, "lease") if column in names]
+
+
+def _task_statement(vendor: str, networks: Sequence[str], task_id: str) -> tuple[str, list[Any]]:
+    lists = _LISTS[vendor]
+
+    def listed(table: str, columns: Sequence[str], where: str, order: str, *, json_columns: Sequence[str] = ()) -> str:
+        cols = ", ".join(
+            _JSON_IN_LIST[vendor].format(column=column) if column in json_columns else column for column in columns
+        )
+        return lists.format(cols=cols, table=table, where=where, order=order)
+
+    selected = ", ".join(f"t.{column}" for column in _task_columns())
+    sql = (
+        f"SELECT {selected}, "
+        "(SELECT count(*) FROM hub_tasks_taskattempt WHERE task_id = t.task_id), "
+        + listed("hub_tasks_taskdependency", ["depends_on_id"], "task_id = t.task_id", "id")
+        + ", "
+        + listed("hub_tasks_taskdependency", ["task_id"], "depends_on_id = t.task_id", "id")
+        + ", "
+        + listed("hub_tasks_taskevent", _EVENT, "task_id = t.task_id", "id")
+        + ", "
+        + listed("hub_tasks_taskattempt", _ATTEMPT, "task_id = t.task_id", "number")
+        + ", "
+        + listed("hub_tasks_question", _QUESTION, "task_id = t.task_id", "asked_at, id", json_columns=["options"])
+        + f" FROM hub_tasks_task t WHERE t.network_id IN ({_listed(len(networks))}) AND t.task_id = %s"
+    )
+    return sql, [*networks, task_id]
+
+
+def _model_row(model: Any, names: Sequence[str], values: Sequence[Any], *, stored: bool = False) -> Any:
+    """An unsaved instance of `model` from read values, for its own as_row: times made aware, a
+    duration from SQLite's microseconds, JSON text parsed where it was `stored` (a column; inside a
+    list the statement already made it JSON)."""
+    fields = {field.attname: field for field in model._meta.concrete_fields}
+    converted = {}
+    for name, value in zip(names, values, strict=True):
+        field = fields[name]
+        if value is None:
+            pass
+        elif isinstance(field, DateTimeField):
+            value = _at(value)
+        elif isinstance(field, DurationField) and isinstance(value, int):
+            value = timedelta(microseconds=value)
+        elif isinstance(field, JSONField):
+            value = json.loads(value) if stored and isinstance(value, str) else value
+        else:
+            value = field.to_python(value)
+        converted[name] = value
+    return model(**converted)
+
+
+def _listed_rows(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return json.loads(value) if isinstance(value, str) else value
+
+
+async def task_read(db: Driver, *, networks: Sequence[str], task_id: str) -> dict[str, Any] | None:
+    """get_task's read, one statement: the task's row as Task.as_row renders it (with attempt_count,
+    depends_on and dependents) and its events, attempts and questions, as their as_row render
+    them; None when no task of `networks` has this id."""
+    if not networks:
+        return None
+    sql, params = _task_statement(db.vendor, networks, task_id)
+    found = await db.rows(sql, params)
+    if not found:
+        return None
+    (row,) = found
+    columns = _task_columns()
+    task = _model_row(Task, columns, row[: len(columns)], stored=True)
+    count, depends_on, dependents, events, attempts, questions = row[len(columns) :]
+    shown = task.as_row()
+    if task.expires_at == UNTIL_RELEASED:
+        shown["expires_at"] = None  # held: its deadline is set when it is released
+    return {
+        "task": {
+            **shown,
+            "attempt_count": count,
+            "depends_on": [value for (value,) in _listed_rows(depends_on)],
+            "dependents": [value for (value,) in _listed_rows(dependents)],
+        },
+        "events": [_model_row(TaskEvent, _EVENT, values).as_row() for values in _listed_rows(events)],
+        "attempts": [_model_row(TaskAttempt, _ATTEMPT, values).as_row() for values in _listed_rows(attempts)],
+        "questions": [_model_row(Question, _QUESTION, values).as_row() for values in _listed_rows(questions)],
+    }

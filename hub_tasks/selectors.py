@@ -25,7 +25,6 @@ from hub_tasks.errors import task_not_found
 from hub_tasks.models import (
     ACTIVE,
     BLOCKED,
-    UNTIL_RELEASED,
     AgentUsage,
     Budget,
     Completion,
@@ -36,7 +35,7 @@ from hub_tasks.models import (
     TaskEvent,
     TaskStatus,
 )
-from hub_tasks.reads import CursorDriver, inbox_read, run_now
+from hub_tasks.reads import CursorDriver, inbox_read, run_now, task_read
 from hub_tasks.results import Row, TaskHistory, TaskListing
 
 # list_tasks rows carry exactly these columns; get_task has the whole row.
@@ -70,25 +69,12 @@ def inbox_pending(
 
 
 def task_with_history(*, actor: Actor, task_id: str) -> TaskHistory:
-    """get_task's read: the whole task row, its status changes and its attempts (beyond the contract)."""
-    networks = actor.readable_networks()
-    task = Task.objects.filter(network_id__in=networks, pk=task_id).first()
-    if task is None:
+    """get_task's read: the whole task row, its status changes and its attempts (beyond the contract):
+    one statement (hub_tasks.reads.task_read, the one the fast lane runs too)."""
+    found = run_now(task_read(CursorDriver(), networks=actor.readable_networks(), task_id=task_id))
+    if found is None:
         raise task_not_found(task_id)
-    row = task.as_row()
-    if task.expires_at == UNTIL_RELEASED:
-        row["expires_at"] = None  # held: its deadline is set when it is released
-    return TaskHistory(
-        task={
-            **row,
-            "attempt_count": task.attempts.count(),
-            "depends_on": list(task.dependencies.order_by("pk").values_list("depends_on_id", flat=True)),
-            "dependents": list(task.dependents.order_by("pk").values_list("task_id", flat=True)),
-        },
-        events=[event.as_row() for event in task.events.order_by("id")],
-        attempts=[attempt.as_row() for attempt in task.attempts.order_by("number")],
-        questions=[question.as_row() for question in task.questions.order_by("asked_at", "pk")],
-    )
+    return TaskHistory(**found)
 
 
 def task_rows(
