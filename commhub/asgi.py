@@ -16,6 +16,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from commhub import hot  # noqa: E402
 from commhub.lean import Receive, Scope, Send, is_lean, lean_app  # noqa: E402
 from commhub.logs import with_request_context  # noqa: E402
 from commhub.metrics import requests_counted  # noqa: E402
@@ -23,7 +24,8 @@ from hub_core.body import whole_bodies  # noqa: E402
 from hub_live.routing import websocket_urlpatterns  # noqa: E402
 
 # Traces on: agents' calls get their server span here, as Django's middleware never sees them.
-lean = tracing.server_spans(lean_app)
+# On PostgreSQL, get_inbox over POST /mcp is answered on the event loop (commhub.hot), the rest as lean.
+lean = tracing.server_spans(hot.hot_app if hot.enabled() else lean_app)
 
 
 async def http_app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -112,8 +112,13 @@ async def _serve(request: ASGIRequest, send: Send) -> None:
         response = security.process_request(request) or await _view_response(request)
     except Exception as exc:
         response = response_for_exception(request, exc)
+    await _send(dressed(request, response, security), send)
+
+
+def dressed(request: HttpRequest, response: HttpResponseBase, security: SecurityMiddleware) -> HttpResponseBase:
+    """The answer with the headers the middlewares add (SecurityMiddleware's, X-Frame-Options, the CSP)."""
     response = XFrameOptionsMiddleware(_unused).process_response(request, security.process_response(request, response))
-    await _send(with_content_security_policy(response), send)
+    return with_content_security_policy(response)
 
 
 async def _view_response(request: HttpRequest) -> HttpResponseBase:
@@ -135,18 +140,11 @@ async def _send(response: HttpResponseBase, send: Send) -> None:
     however it ended; then response.close(), on the pool: it runs the response's closers (a file's
     close, a generator's), which may block, and sends request_finished, whose close_old_connections
     then closes what that pool thread holds, as in_pool does after every view."""
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
-    headers += [
-        (b"set-cookie", cookie.output(header="").encode("ascii").strip()) for cookie in response.cookies.values()
-    ]
     try:
         if not response.streaming:
-            body = response.content
-            if "Content-Length" not in response:
-                headers.append((b"content-length", str(len(body)).encode("ascii")))
-            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await send_content(response, send)
             return
+        headers = _headers(response)
         if isinstance(response, FileResponse):
             response.block_size = ASGIHandler.chunk_size  # the server cuts it into frames
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
@@ -156,3 +154,21 @@ async def _send(response: HttpResponseBase, send: Send) -> None:
         await send({"type": "http.response.body", "body": b""})
     finally:
         await in_pool(response.close)
+
+
+def _headers(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+    headers += [
+        (b"set-cookie", cookie.output(header="").encode("ascii").strip()) for cookie in response.cookies.values()
+    ]
+    return headers
+
+
+async def send_content(response: HttpResponseBase, send: Send) -> None:
+    """A response that is not streamed, sent as Django's handler sends it (its caller closes it)."""
+    headers = _headers(response)
+    body = response.content  # type: ignore[attr-defined]
+    if "Content-Length" not in response:
+        headers.append((b"content-length", str(len(body)).encode("ascii")))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

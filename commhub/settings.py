@@ -220,6 +220,9 @@ COMMHUB_LONG_POLL_PROGRESS_SECONDS = _int_setting("COMMHUB_LONG_POLL_PROGRESS_SE
 # deactivated) reaches every process sooner, within a second, through the generation they share
 # (hub_agents/actor_cache.py); this bounds the reuse should that fail. 0: every request reads its token.
 COMMHUB_ACTOR_CACHE_SECONDS = _int_setting("COMMHUB_ACTOR_CACHE_SECONDS", 60, minimum=0)
+# PostgreSQL: connections per process of the fast lane's pool (commhub.hot: get_inbox on the event
+# loop, one prepared statement); 0 turns the lane off (every call takes commhub.lean's path).
+COMMHUB_HOT_POOL_SIZE = _int_setting("COMMHUB_HOT_POOL_SIZE", 4, minimum=0)
 # send_task's default ttl_seconds when the caller gives none (the contract caps it at TTL_MAX, 86400).
 COMMHUB_DEFAULT_TTL_SECONDS = _int_setting("COMMHUB_DEFAULT_TTL_SECONDS", 3600, minimum=1)
 if COMMHUB_DEFAULT_TTL_SECONDS > TTL_MAX:

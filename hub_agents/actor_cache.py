@@ -171,6 +171,14 @@ def current_epoch() -> int | None:
     return _state.epoch if _state.usable else None
 
 
+def known_epoch() -> int | None:
+    """current_epoch() when it needs no read of the shared generation (read within CHECK_SECONDS);
+    None when nothing may be remembered or the generation is due a read (current_epoch reads it)."""
+    if not settings.COMMHUB_ACTOR_CACHE_SECONDS or not 0 <= time.monotonic() - _state.checked_at < CHECK_SECONDS:
+        return None
+    return _state.epoch if _state.usable else None
+
+
 def _read_generation() -> object:
     store = _generation()
     if store is None:
@@ -219,6 +227,12 @@ def network_memo(network_id: str, what: str, load: Callable[[], Any]) -> Any:
             if epoch == _state.epoch:  # else the process forgot while this was read
                 _state.memos[key] = value
     return value
+
+
+def memo_known(network_id: str, what: str) -> bool:
+    """Whether network_memo would answer from memory, without reading anything."""
+    epoch = known_epoch()
+    return epoch is not None and epoch == _state.epoch and (network_id, what) in _state.memos
 
 
 def network_default_lease(network_id: str) -> int | None:

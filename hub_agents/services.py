@@ -237,6 +237,16 @@ def token_authenticate(*, raw: str) -> Actor:
     return _in_logs(actor)
 
 
+def token_remembered(*, raw: str) -> Actor | None:
+    """token_authenticate's actor when finding it reads and writes nothing (an event loop may ask):
+    remembered under the access generation read within the last CHECK_SECONDS, its use recorded
+    within LAST_USED_RESOLUTION. None: ask token_authenticate (which may refuse)."""
+    cached = actor_cache.get(ApiToken.digest_of(raw), actor_cache.known_epoch())
+    if cached is None or cached.last_used_at is None or cached.last_used_at < timezone.now() - LAST_USED_RESOLUTION:
+        return None
+    return _in_logs(cached.actor)
+
+
 def _in_logs(actor: Actor) -> Actor:
     """The request's caller from here on: its label (and its network, if one) on every log line."""
     logcontext.set_caller(actor.label, actor.roles)

@@ -111,7 +111,7 @@ def tools_list(params: dict[str, Any], exchange: Exchange, actor: Actor | None) 
     return result
 
 
-def _callable(name: object, exchange: Exchange, actor: Actor) -> Tool:
+def callable_tool(name: object, exchange: Exchange, actor: Actor) -> Tool:
     """The tool a tools/call names, if this connection's profile holds it; else a protocol fault
     saying how to widen the profile (an unknown tool and one outside the profile alike)."""
     tool = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
@@ -142,13 +142,17 @@ def _narrowest_holding(tool: str) -> str:
 
 def tools_call(params: dict[str, Any], exchange: Exchange, actor: Actor | None) -> dict[str, Any]:
     assert actor is not None, "the endpoint authenticates every tools/call"
-    tool = _callable(params.get("name"), exchange, actor)
+    tool = callable_tool(params.get("name"), exchange, actor)
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise RpcError(INVALID_PARAMS, "tools/call arguments must be an object.")
-    outcome = tool.call(actor, arguments)
+    return tool_payload(tool.call(actor, arguments), exchange)
+
+
+def tool_payload(outcome: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
+    """A tool's result object as tools/call answers it in the exchange's version."""
     payload: dict[str, Any] = {
         "content": [{"type": "text", "text": json.dumps(outcome, ensure_ascii=False)}],
         "isError": not outcome.get("ok", False),
@@ -177,7 +181,11 @@ def answer(method: str, params: dict[str, Any], exchange: Exchange, actor: Actor
     if handler is None:
         era = f"protocol {exchange.version}"
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method!r} is not served in {era}.")
-    result = handler(params, exchange, actor)
+    return stamped(handler(params, exchange, actor), exchange)
+
+
+def stamped(result: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
+    """A method's result as its era sends it."""
     if exchange.modern:
         result = {**result, "resultType": "complete", "_meta": {SERVER_INFO_META: SERVER_INFO}}
     return result

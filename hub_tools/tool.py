@@ -23,6 +23,8 @@ from hub_tools.ratelimit import write_rate_check
 from hub_tools.replays import KEY, replayed_or_run
 from hub_tools.schema import Schema, compact_input, compact_output
 
+Parsed = dict[str, Any]
+
 # Versions before 2025-06-18 know neither tool titles nor output schemas.
 _TITLES_SINCE = "2025-06-18"
 
@@ -92,6 +94,17 @@ class Tool:
             return self._execute(actor, arguments, approved=approved)
 
     def _execute(self, actor: Actor, arguments: dict[str, Any], *, approved: bool) -> Any:
+        actor, parsed = self.prepared(actor, arguments, approved=approved)
+        if self.gateable and not approved:
+            held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
+            if held is not None:
+                return held
+        return self.service(actor=actor, **parsed)
+
+    def prepared(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> tuple[Actor, Parsed]:
+        """What the service runs as and with, every check before it made: the actor (narrowed to the
+        networks where it may be the alias it names) and the parsed arguments; HubError for a refusal.
+        The fast lane (commhub.hot) checks a read's call here too, before it runs its statement."""
         unknown = sorted(set(arguments) - set(self.params))
         if unknown:
             raise invalid_argument(
@@ -110,12 +123,7 @@ class Tool:
         # Every argument, given or not (a left-out one parses as null: its default); the replay key is
         # Tool.run's, never the service's.
         parsed = {name: param.parse(name, arguments.get(name)) for name, param in self.params.items() if name != KEY}
-        actor = self._speaking(actor, parsed)
-        if self.gateable and not approved:
-            held = approval_gate(actor=actor, tool=self.name, arguments=arguments, parsed=parsed)
-            if held is not None:
-                return held
-        return self.service(actor=actor, **parsed)
+        return self._speaking(actor, parsed), parsed
 
     def _speaking(self, actor: Actor, parsed: dict[str, Any]) -> Actor:
         """Check (and fill in) the arguments naming the caller; the actor the service runs as. A read
