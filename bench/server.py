@@ -113,6 +113,7 @@ def wsgi(app: str, *, workers: int, threads: int = 1) -> list[str]:
     return [
         sys.executable, "-m", "gunicorn", app, "--bind", "127.0.0.1:{port}", "--workers", str(workers),
         "--threads", str(threads), "--log-level", "warning",
+        "--worker-class", "sync",  # not gunicorn.conf.py's (read from the working directory): an ASGI worker
     ]  # fmt: skip
 
 
