@@ -55,8 +55,9 @@ PRELOAD = [
     """,
     # Each task's history: its last move.
     """
-    INSERT INTO hub_tasks_taskevent (task_id, from_status, to_status, actor, detail, created_at)
-    SELECT task_id, 'delivered', status, 'bench', '', created_at FROM hub_tasks_task WHERE network_id = %(network)s
+    INSERT INTO hub_tasks_taskevent (task_id, kind, from_status, to_status, actor, detail, created_at)
+    SELECT task_id, 'status', 'delivered', status, 'bench', '', created_at FROM hub_tasks_task
+    WHERE network_id = %(network)s
     """,
     """
     INSERT INTO hub_agents_agentsession (network_id, resume_id, alias, status, agent, model, hostname,

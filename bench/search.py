@@ -92,13 +92,15 @@ SEED_POSTGRESQL = [
     # The index, as hub_search.sources writes it; its GIN index is built once, after the rows.
     "DROP INDEX IF EXISTS searchentry_tsv",
     """
-    INSERT INTO hub_search_searchentry (network_id, kind, object_id, alias, created_at, title, text, terms)
-    SELECT network_id, 'task', task_id, to_name, created_at, left(content, 120), content, content
+    INSERT INTO hub_search_searchentry (network_id, kind, object_id, alias, created_at, title, text, terms,
+        members_only)
+    SELECT network_id, 'task', task_id, to_name, created_at, left(content, 120), content, content, false
     FROM hub_tasks_task WHERE network_id = %(network)s
     """,
     """
-    INSERT INTO hub_search_searchentry (network_id, kind, object_id, alias, created_at, title, text, terms)
-    SELECT network_id, 'message', id, to_alias, created_at, left(content, 120), content, content
+    INSERT INTO hub_search_searchentry (network_id, kind, object_id, alias, created_at, title, text, terms,
+        members_only)
+    SELECT network_id, 'message', id, to_alias, created_at, left(content, 120), content, content, false
     FROM hub_tasks_inboxmessage WHERE network_id = %(network)s
     """,
     "SET maintenance_work_mem = '1GB'",
