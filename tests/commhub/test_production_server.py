@@ -4,7 +4,6 @@ dashboard socket, on uvloop and httptools, restarted and stopped without cutting
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import threading
@@ -13,15 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-import websockets
 from django.conf import settings
 from django.db import connection
-from django.test import Client
 
-from hub_agents.services import membership_set
-from hub_events.selectors import events_position
 from tests.commhub.test_access_logs import production_command
-from tests.helpers.live import Agent, Hub, assert_clean_log, sse_events, wait_for
+from tests.helpers.live import Agent, Hub, assert_clean_log, sent_reaches_socket_and_sse, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,35 +43,11 @@ def test_the_production_command_serves_http_sse_and_the_dashboard_socket(
     hub_server, agent_http, network, django_user_model
 ):
     hub = production(hub_server, {"COMMHUB_LOG_FORMAT": "json"})
-    operator = django_user_model.objects.create_user("operator", password="x")
-    membership_set(user=operator, network=network, role="admin")
-    browser = Client()
-    browser.force_login(operator)
-    cookie = f"sessionid={browser.cookies['sessionid'].value}"
-    start = events_position(network_id=network.id)
-    sse_frames: list[dict] = []
-
-    def listen_sse() -> None:
-        for _, _, frame in sse_events(hub, agent_http, "coder", last_event_id=start, within=30):
-            sse_frames.append(frame)
-            return
-
-    async def run() -> dict:
-        ws_url = hub.url.replace("http", "ws") + "/ws/dashboard"
-        async with websockets.connect(ws_url, origin=hub.url, additional_headers={"Cookie": cookie}) as socket:
-            assert json.loads(await socket.recv())["type"] == "hello"
-            sse = threading.Thread(target=listen_sse)
-            sse.start()
-            await asyncio.sleep(1)  # both clients are connected by now
-            sent = await asyncio.to_thread(agent_http.send_task, hub, "coder", "served in production")
-            frame = json.loads(await asyncio.wait_for(socket.recv(), 10))
-            await asyncio.to_thread(sse.join, 30)
-            return {"sent": sent, "ws": frame}
-
-    outcome = asyncio.run(run())
-
-    task_id = outcome["sent"]["task_id"]
-    assert (outcome["ws"]["type"], outcome["ws"]["payload"]["task_id"]) == ("new_task", task_id)
+    sent, socket_frame, sse_frames = sent_reaches_socket_and_sse(
+        hub, hub, agent_http, network, django_user_model, "served in production"
+    )
+    task_id = sent["task_id"]
+    assert (socket_frame["type"], socket_frame["payload"]["task_id"]) == ("new_task", task_id)
     assert [(frame["type"], frame["payload"]["task_id"]) for frame in sse_frames] == [("new_task", task_id)]
     assert [message["id"] for message in agent_http.inbox(hub, "coder")["messages"]] == [task_id]
     # The access line is logged within the request: under JSON logs it carries its id and caller.

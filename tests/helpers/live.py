@@ -3,12 +3,14 @@ and to the companion (agent/) running against them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import websockets
 from django.db import connection
+from django.test import Client
 
+from hub_agents.models import Network
+from hub_agents.services import membership_set
+from hub_events.selectors import events_position
 from tests.helpers import ROOT
 
 AGENT_DIR = ROOT / "agent"
@@ -190,3 +197,37 @@ def rest(hub: Hub, agent: Agent, method: str, path: str, **kwargs: Any) -> dict[
 def journal(state_dir: Path, alias: str) -> list[dict[str, Any]]:
     path = state_dir / f"{alias}.runner.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def sent_reaches_socket_and_sse(
+    sender: Hub, listener: Hub, agent: Agent, network: Network, user_model: Any, task: str
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """A task sent to "coder" through `sender` while an admin's dashboard socket and coder's SSE
+    stream are open on `listener`: (send_task's answer, the socket's frame, the SSE frames)."""
+    operator = user_model.objects.create_user("operator", password="x")
+    membership_set(user=operator, network=network, role="admin")
+    browser = Client()
+    browser.force_login(operator)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    start = events_position(network_id=network.id)
+    sse_frames: list[dict[str, Any]] = []
+
+    def listen_sse() -> None:
+        for _, _, frame in sse_events(listener, agent, "coder", last_event_id=start, within=30):
+            sse_frames.append(frame)
+            return
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        ws_url = listener.url.replace("http", "ws") + "/ws/dashboard"
+        async with websockets.connect(ws_url, origin=listener.url, additional_headers={"Cookie": cookie}) as socket:
+            assert json.loads(await socket.recv())["type"] == "hello"
+            sse = threading.Thread(target=listen_sse)
+            sse.start()
+            await asyncio.sleep(1)  # both clients are connected by now
+            sent = await asyncio.to_thread(agent.send_task, sender, "coder", task)
+            frame = json.loads(await asyncio.wait_for(socket.recv(), 10))
+            await asyncio.to_thread(sse.join, 30)
+            return sent, frame
+
+    sent, frame = asyncio.run(run())
+    return sent, frame, sse_frames

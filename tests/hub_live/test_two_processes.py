@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
 import uuid
 
 import httpx
 import pytest
-import websockets
 from django.conf import settings
 from django.db import connection
-from django.test import Client
 
-from hub_agents.services import membership_set
-from hub_events.selectors import events_position
-from tests.helpers.live import Agent, Hub, sse_events
+from tests.helpers.live import Agent, Hub, sent_reaches_socket_and_sse
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,36 +22,11 @@ def shared_services():
 
 def test_a_task_sent_through_one_process_reaches_clients_of_another(hub_server, agent_http, network, django_user_model):
     hub_a, hub_b = hub_server(), hub_server()
-    operator = django_user_model.objects.create_user("operator", password="x")
-    membership_set(user=operator, network=network, role="admin")
-    browser = Client()
-    browser.force_login(operator)
-    cookie = f"sessionid={browser.cookies['sessionid'].value}"
-    start = events_position(network_id=network.id)
-
-    sse_frames: list[dict] = []
-
-    def listen_sse() -> None:
-        for _, _, frame in sse_events(hub_b, agent_http, "coder", last_event_id=start, within=30):
-            sse_frames.append(frame)
-            return
-
-    async def run() -> dict:
-        ws_url = hub_b.url.replace("http", "ws") + "/ws/dashboard"
-        async with websockets.connect(ws_url, origin=hub_b.url, additional_headers={"Cookie": cookie}) as socket:
-            assert json.loads(await socket.recv())["type"] == "hello"
-            sse = threading.Thread(target=listen_sse)
-            sse.start()
-            await asyncio.sleep(1)  # both clients are connected to B by now
-            sent = await asyncio.to_thread(agent_http.send_task, hub_a, "coder", "crosses processes")
-            frame = json.loads(await asyncio.wait_for(socket.recv(), 10))
-            await asyncio.to_thread(sse.join, 30)
-            return {"sent": sent, "ws": frame}
-
-    outcome = asyncio.run(run())
-
-    task_id = outcome["sent"]["task_id"]
-    assert (outcome["ws"]["type"], outcome["ws"]["payload"]["task_id"]) == ("new_task", task_id)
+    sent, socket_frame, sse_frames = sent_reaches_socket_and_sse(
+        hub_a, hub_b, agent_http, network, django_user_model, "crosses processes"
+    )
+    task_id = sent["task_id"]
+    assert (socket_frame["type"], socket_frame["payload"]["task_id"]) == ("new_task", task_id)
     assert [(frame["type"], frame["payload"]["task_id"]) for frame in sse_frames] == [("new_task", task_id)]
     inbox = agent_http.inbox(hub_b, "coder")
     assert [message["id"] for message in inbox["messages"]] == [task_id]
