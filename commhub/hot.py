@@ -7,7 +7,9 @@ check), with a bearer token. Everything that decides the answer is the ordinary 
 run here without a thread or Django's request machinery:
 
 - the host and origin checks, SecurityMiddleware's redirect and headers, X-Frame-Options and the
-  CSP (commhub.lean's, through the middlewares' own methods);
+  CSP (commhub.lean's, through the middlewares' own methods, remembered by the inputs they read:
+  commhub.front); the answer rendered as hub_mcp.views._json renders it, sent without Django's
+  request and response objects;
 - authentication: the actor this process remembers for the token (hub_agents.services
   .token_remembered: its access generation read within the last 0.25 s, so a revoked token is
   refused here as everywhere within a second); otherwise token_authenticate, on the shared pool;
@@ -50,10 +52,11 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.db import connections
-from django.middleware.security import SecurityMiddleware
+from django.http import QueryDict
 from django.utils import timezone
 
-from commhub.lean import MCP_PATHS, Receive, Scope, Send, _unused, dressed, lean_app, send_content
+from commhub.front import json_headers
+from commhub.lean import MCP_PATHS, Receive, Scope, Send, lean_app
 from hub_agents import actor_cache
 from hub_agents.actors import Actor
 from hub_agents.services import token_authenticate, token_remembered
@@ -68,7 +71,6 @@ from hub_mcp.protocol import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
     TOOLS_QUERY,
-    VERSION_HEADER,
     Exchange,
     Message,
     RpcError,
@@ -146,13 +148,8 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
 async def _answer(scope: Scope, body: bytes, send: Send) -> None:
     if len(body) > settings.COMMHUB_MAX_REQUEST_BYTES:
         raise _Fallback
-    request = ASGIRequest(scope, io.BytesIO(body))
-    security = SecurityMiddleware(_unused)
-    try:
-        request.get_host()
-    except Exception:
-        raise _Fallback from None
-    if security.process_request(request) is not None or not views._origin_allowed(request.headers.get("Origin")):
+    headers = json_headers(scope)  # the host, redirect and origin checks passed, and the answer's headers
+    if headers is None:
         raise _Fallback
     try:
         raw = json.loads(body)
@@ -161,20 +158,18 @@ async def _answer(scope: Scope, body: bytes, send: Send) -> None:
     if not isinstance(raw, dict):
         raise _Fallback
     message = Message(raw)
-    version = request.headers.get(VERSION_HEADER)
+    version = _header(scope, b"mcp-protocol-version")
     modern = version in MODERN_VERSIONS
     if not modern and version is not None and version not in HANDSHAKE_VERSIONS:
         raise _Fallback
-    exchange = Exchange(
-        version=version or DEFAULT_HEADERLESS_VERSION, modern=modern, tools=request.GET.get(TOOLS_QUERY)
-    )
+    exchange = Exchange(version=version or DEFAULT_HEADERLESS_VERSION, modern=modern, tools=_tools_query(scope))
     try:
         message.check_shape()
         if not message.is_request or message.method != "tools/call" or message.params.get("name") not in TOOLS:
             raise _Fallback
         if modern:
-            views._check_envelope(request, message, exchange.version)
-        actor = await _caller(request.headers.get("Authorization"))
+            views._check_envelope(ASGIRequest(scope, io.BytesIO(body)), message, exchange.version)
+        actor = await _caller(_header(scope, b"authorization"))
         tool = callable_tool(message.params["name"], exchange, actor)
     except (RpcError, HubError):
         raise _Fallback from None
@@ -185,8 +180,30 @@ async def _answer(scope: Scope, body: bytes, send: Send) -> None:
     with tracing.tool(tool.name):
         answer = await (_inbox if tool.name == "get_inbox" else _task)(tool, actor, arguments)
     outcome = {"ok": True, **tool.render(answer)}
-    reply = views._json(response(message.id, stamped(tool_payload(outcome, exchange), exchange)))
-    await send_content(dressed(request, reply, security), send)
+    reply = response(message.id, stamped(tool_payload(outcome, exchange), exchange))
+    content = json.dumps(reply, separators=(",", ":")).encode()  # as hub_mcp.views._json renders it
+    await send({"type": "http.response.start", "status": 200, "headers": [*headers, _length(content)]})
+    await send({"type": "http.response.body", "body": content})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """A request header as Django reads it (ASGIRequest.META): repeated ones joined by commas."""
+    values = [value.decode("latin-1") for key, value in scope["headers"] if key == name]
+    return ",".join(values) if values else None
+
+
+def _tools_query(scope: Scope) -> str | None:
+    query = scope.get("query_string", b"")
+    if not query:
+        return None
+    try:
+        return QueryDict(query.decode()).get(TOOLS_QUERY)  # decoded as ASGIRequest decodes it
+    except UnicodeDecodeError:
+        raise _Fallback from None
+
+
+def _length(content: bytes) -> tuple[bytes, bytes]:
+    return (b"content-length", str(len(content)).encode("ascii"))
 
 
 async def _caller(authorization: str | None) -> Actor:

@@ -62,7 +62,7 @@ def is_lean(scope: Scope) -> bool:
     )
 
 
-def _unused(request: Any) -> Any:
+def not_called(request: Any) -> Any:
     raise AssertionError("the middlewares' methods are called directly")
 
 
@@ -106,7 +106,7 @@ async def _disconnected(receive: Receive) -> None:
 
 
 async def _serve(request: ASGIRequest, send: Send) -> None:
-    security = SecurityMiddleware(_unused)  # reads its settings when made: cheap, and overrides hold
+    security = SecurityMiddleware(not_called)  # reads its settings when made: cheap, and overrides hold
     try:
         request.get_host()  # refuses a Host outside ALLOWED_HOSTS, as CommonMiddleware would
         response = security.process_request(request) or await _view_response(request)
@@ -117,7 +117,8 @@ async def _serve(request: ASGIRequest, send: Send) -> None:
 
 def dressed(request: HttpRequest, response: HttpResponseBase, security: SecurityMiddleware) -> HttpResponseBase:
     """The answer with the headers the middlewares add (SecurityMiddleware's, X-Frame-Options, the CSP)."""
-    response = XFrameOptionsMiddleware(_unused).process_response(request, security.process_response(request, response))
+    response = security.process_response(request, response)
+    response = XFrameOptionsMiddleware(not_called).process_response(request, response)
     return with_content_security_policy(response)
 
 
@@ -144,7 +145,7 @@ async def _send(response: HttpResponseBase, send: Send) -> None:
         if not response.streaming:
             await send_content(response, send)
             return
-        headers = _headers(response)
+        headers = header_list(response)
         if isinstance(response, FileResponse):
             response.block_size = ASGIHandler.chunk_size  # the server cuts it into frames
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
@@ -156,7 +157,7 @@ async def _send(response: HttpResponseBase, send: Send) -> None:
         await in_pool(response.close)
 
 
-def _headers(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
+def header_list(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
     headers += [
         (b"set-cookie", cookie.output(header="").encode("ascii").strip()) for cookie in response.cookies.values()
@@ -166,7 +167,7 @@ def _headers(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
 
 async def send_content(response: HttpResponseBase, send: Send) -> None:
     """A response that is not streamed, sent as Django's handler sends it (its caller closes it)."""
-    headers = _headers(response)
+    headers = header_list(response)
     body = response.content  # type: ignore[attr-defined]
     if "Content-Length" not in response:
         headers.append((b"content-length", str(len(body)).encode("ascii")))

@@ -167,6 +167,44 @@ def test_what_the_lane_does_not_serve_falls_back(world):
     assert [answer[2] for answer in fast] == [answer[2] for answer in slow]
 
 
+PRODUCTION = {
+    "SECURE_SSL_REDIRECT": True,
+    "SECURE_PROXY_SSL_HEADER": ("HTTP_X_FORWARDED_PROTO", "https"),
+    "SECURE_HSTS_SECONDS": 3600,
+}
+FRONT = [  # (case, scope changes, settings, whether the lane answers)
+    ("an allowed origin", {"origin": "http://127.0.0.1:8000"}, {}, True),
+    ("another site's origin", {"origin": "https://evil.example"}, {}, False),
+    ("a host not allowed", {"host": "evil.example"}, {}, False),
+    ("a profile query", {"query": "tools=agent"}, {}, True),
+    ("plain HTTP in production: redirected", {}, PRODUCTION, False),
+    ("HTTPS behind the proxy in production: HSTS", {"x_forwarded_proto": "https"}, PRODUCTION, True),
+    ("a host not allowed in production", {"host": "evil.example", "x_forwarded_proto": "https"}, PRODUCTION, False),
+]
+
+
+@pytest.mark.parametrize(("case", "changes", "overrides", "served_here"), FRONT, ids=[case for case, *_ in FRONT])
+def test_the_front_checks_and_headers_are_the_ordinary_paths(world, settings, case, changes, overrides, served_here):
+    """commhub.front remembers the checks' outcome by what they read: the same request under other
+    settings, or with another Host, Origin or proxy header, is checked afresh."""
+    plain = call({"alias": "coder"}, token=world["agent"])
+    through(plain)  # remembered under the settings before any override
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    request, body = call({"alias": "coder"}, token=world["agent"])
+    query, host = changes.get("query", ""), changes.get("host", "127.0.0.1")
+    headers = {name: value for name, value in changes.items() if name not in ("query", "host")}
+    token = f"Bearer {world['agent']}"
+    request = {**request, **scope(query=query, host=host, **headers, authorization=token, x_request_id="same-request")}
+    request["headers"] += [(b"mcp-protocol-version", b"2025-11-25"), (b"content-length", str(len(body)).encode())]
+
+    (fast, again), served = through((request, body), (plain[0], body))
+    (slow, slow_again), _ = through((request, body), (plain[0], body), lane=False)
+
+    assert (fast, again) == (slow, slow_again), case
+    assert served == int(served_here) + int(again[0] == 200), case
+
+
 def test_a_first_read_writes_its_receipts(world, make_actor):
     invoke("send_task", make_actor(world["network"], "owner"), {"alias": "fresh", "task": "new"})
 
