@@ -218,9 +218,10 @@ async def _caller(authorization: str | None) -> Actor:
 
 async def _prepared(tool: Any, actor: Actor, arguments: dict[str, Any]) -> tuple[Actor, dict[str, Any]]:
     """The tool's own checks and parsing (Tool.prepared); on the pool if they may read the database
-    (an identity policy this process has not got in memory)."""
+    (a tool naming its caller, get_inbox's alias, in a network whose identity policy this process
+    has not got in memory; get_task names none and reads nothing)."""
     try:
-        if all(actor_cache.memo_known(network, "identity_policy") for network in actor.roles):
+        if not tool.callers or all(actor_cache.memo_known(network, "identity_policy") for network in actor.roles):
             return tool.prepared(actor, arguments)
         return await in_pool(lambda: tool.prepared(actor, arguments))
     except HubError:

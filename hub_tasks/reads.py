@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any, Protocol, TypeVar
 
 from django.db import connection
@@ -180,13 +181,24 @@ _QUESTION = (
 )  # fmt: skip
 
 
-def _task_columns() -> list[str]:
+@cache
+def _task_columns() -> tuple[str, ...]:
     """The task's stored columns as_row reads (lease_seconds is the lease's)."""
     names = {field.attname for field in Task._meta.concrete_fields}
-    return [column for column in (*TASK_COLUMNS, "lease") if column in names]
+    return tuple(column for column in (*TASK_COLUMNS, "lease") if column in names)
+
+
+@cache
+def _fields(model: Any) -> dict[str, Any]:
+    return {field.attname: field for field in model._meta.concrete_fields}
 
 
 def _task_statement(vendor: str, networks: Sequence[str], task_id: str) -> tuple[str, list[Any]]:
+    return _task_sql(vendor, len(networks)), [*networks, task_id]
+
+
+@cache
+def _task_sql(vendor: str, networks: int) -> str:
     lists = _LISTS[vendor]
 
     def listed(table: str, columns: Sequence[str], where: str, order: str, *, json_columns: Sequence[str] = ()) -> str:
@@ -196,7 +208,7 @@ def _task_statement(vendor: str, networks: Sequence[str], task_id: str) -> tuple
         return lists.format(cols=cols, table=table, where=where, order=order)
 
     selected = ", ".join(f"t.{column}" for column in _task_columns())
-    sql = (
+    return (
         f"SELECT {selected}, "
         "(SELECT count(*) FROM hub_tasks_taskattempt WHERE task_id = t.task_id), "
         + listed("hub_tasks_taskdependency", ["depends_on_id"], "task_id = t.task_id", "id")
@@ -208,16 +220,15 @@ def _task_statement(vendor: str, networks: Sequence[str], task_id: str) -> tuple
         + listed("hub_tasks_taskattempt", _ATTEMPT, "task_id = t.task_id", "number")
         + ", "
         + listed("hub_tasks_question", _QUESTION, "task_id = t.task_id", "asked_at, id", json_columns=["options"])
-        + f" FROM hub_tasks_task t WHERE t.network_id IN ({_listed(len(networks))}) AND t.task_id = %s"
+        + f" FROM hub_tasks_task t WHERE t.network_id IN ({_listed(networks)}) AND t.task_id = %s"
     )
-    return sql, [*networks, task_id]
 
 
 def _model_row(model: Any, names: Sequence[str], values: Sequence[Any], *, stored: bool = False) -> Any:
     """An unsaved instance of `model` from read values, for its own as_row: times made aware, a
     duration from SQLite's microseconds, JSON text parsed where it was `stored` (a column; inside a
     list the statement already made it JSON)."""
-    fields = {field.attname: field for field in model._meta.concrete_fields}
+    fields = _fields(model)
     converted = {}
     for name, value in zip(names, values, strict=True):
         field = fields[name]
