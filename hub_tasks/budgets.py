@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from django.db.models import Q, Sum
+from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
 from hub_core.errors import HubError
@@ -71,11 +71,16 @@ def _scope(task: Task) -> Q:
     return Q(alias="") if task.to_name == POOL else Q(alias="") | Q(alias=task.to_name)
 
 
+def budgets_marked_reached(task: Task) -> QuerySet[Budget]:
+    """The budgets of the task's scope marked reached for some period (holds() says if for this one),
+    unread (send_task asks whether there are any in its one read up front)."""
+    return Budget.objects.filter(_scope(task), network_id=task.network_id, reached_for__isnull=False)
+
+
 def budget_holding(task: Task, *, now: datetime) -> Budget | None:
     """Before a task's delivery: the budget of its scope that is spent for this period, locked and read
     again (None: none; one indexed read when none is reached)."""
-    reached = Budget.objects.filter(_scope(task), network_id=task.network_id, reached_for__isnull=False)
-    ids = [budget.pk for budget in reached if holds(budget, now)]
+    ids = [budget.pk for budget in budgets_marked_reached(task) if holds(budget, now)]
     if not ids:
         return None
     return next((b for b in budgets_lock(task.network_id) if b.pk in ids and holds(b, now)), None)

@@ -8,11 +8,12 @@ refusal. Tasks are locked before they are checked, and before any of their inbox
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -28,8 +29,8 @@ from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
 from hub_tasks import limits
-from hub_tasks.budgets import budget_exhausted, budget_holding
-from hub_tasks.caps import caps_admit, caps_take
+from hub_tasks.budgets import budget_exhausted, budget_holding, budgets_marked_reached
+from hub_tasks.caps import caps_admit, caps_take, network_caps_query
 from hub_tasks.errors import task_not_found, task_terminal
 from hub_tasks.lifecycle import (
     HOLD_FIELDS,
@@ -77,7 +78,17 @@ from hub_tasks.usage import RunUsage, usage_attempt, usage_record, usage_require
 
 
 def _delivery(message_id: str, network_id: str, alias: str, now: datetime) -> Delivery:
-    status = session_status_of(network_id=network_id, alias=alias, now=now)
+    return _delivery_as(message_id, network_id, alias, session_status_of(network_id=network_id, alias=alias, now=now))
+
+
+def _status_query(network_id: str, alias: str, now: datetime) -> Subquery:
+    """session_status_of as a subquery, for a statement the write makes anyway."""
+    sessions = AgentSession.objects.filter(network_id=network_id, alias=alias).order_by("-last_seen_at")
+    return Subquery(with_effective_status(sessions, now).values("effective_status")[:1])
+
+
+def _delivery_as(message_id: str, network_id: str, alias: str, status: str | None) -> Delivery:
+    """The answer of a delivery to an alias whose status (as everyone reads it) is `status`."""
     if status is not None:
         return Delivery(message_id, status)
     return Delivery(
@@ -255,10 +266,11 @@ def task_send(
         new.expires_at = UNTIL_RELEASED  # its TTL counts from its release
     slots: list[Cap] = []
     full = None
-    if new.status == TaskStatus.DELIVERED:
-        full, slots = caps_admit(new)  # locks the caps it matches; nothing when the network has none
-    # After the caps (their lock order): one indexed read, and nothing more unless a budget is spent.
-    spent = budget_holding(new, now=now)
+    facts = _send_facts(new, now)
+    if new.status == TaskStatus.DELIVERED and facts.caps:
+        full, slots = caps_admit(new)  # locks the caps it matches
+    # After the caps (their lock order), and only if one of its scope is marked reached.
+    spent = budget_holding(new, now=now) if facts.budget_marked else None
     refused = spent if spent is not None and spent.on_limit == OnLimit.REFUSE else None
     if new.status == TaskStatus.DELIVERED and refused is None and (spent is not None or full is not None):
         # A spent budget of its scope, or beyond a cap: it waits (hub_tasks.budgets, hub_tasks.caps),
@@ -292,7 +304,7 @@ def task_send(
     if new.status == TaskStatus.CREATED:
         if cancelled_by is not None:
             dependency_failed(new, cancelled_by, now=now)
-        return TaskSent(new.task_id, _delivery(new.task_id, network, alias, now))
+        return TaskSent(new.task_id, _delivery_as(new.task_id, network, alias, facts.status))
     inbox_deliver(
         network_id=network,
         to_alias=alias,
@@ -305,7 +317,37 @@ def task_send(
         context=context,
         message_id=new.task_id,
     )
-    return TaskSent(new.task_id, _delivery(new.task_id, network, alias, now))
+    return TaskSent(new.task_id, _delivery_as(new.task_id, network, alias, facts.status))
+
+
+@dataclass(frozen=True, slots=True)
+class _SendFacts:
+    caps: bool  # the network has caps (caps_admit reads and locks those the task matches)
+    budget_marked: bool  # a budget of the task's scope is marked reached (budget_holding says if it holds now)
+    status: str | None  # the receiver's status as everyone reads it, for the answer (None: never reported)
+
+
+def _send_facts(task: Task, now: datetime) -> _SendFacts:
+    """What send_task asks before its writes, in one statement instead of three: the two cheap
+    checks in front of caps_admit and budget_holding (each, when it finds something, reads again
+    exactly, under its locks, in the caps-then-budgets order) and the receiver's status for the
+    answer. The send changes no session, so the status read first is the one read last."""
+    asked = [
+        Exists(network_caps_query(task.network_id)),
+        Exists(budgets_marked_reached(task)),
+        _status_query(task.network_id, task.to_name, now),
+    ]
+    # A SELECT of three subqueries and no table (both databases take it), each compiled by the ORM.
+    compiler = Cap.objects.none().query.get_compiler(connection=connection)
+    parts, params = [], []
+    for expression in asked:
+        sql, values = expression.as_sql(compiler, connection)
+        parts.append(sql)
+        params.extend(values)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(parts)}", params)
+        caps, budget_marked, status = cursor.fetchone()
+    return _SendFacts(bool(caps), bool(budget_marked), status)
 
 
 def _check_open_task(
