@@ -13,8 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from hub_agents import identity
@@ -81,7 +80,7 @@ def _delivery(message_id: str, network_id: str, alias: str, now: datetime) -> De
     return _delivery_as(message_id, network_id, alias, session_status_of(network_id=network_id, alias=alias, now=now))
 
 
-def _status_query(network_id: str, alias: str, now: datetime) -> Subquery:
+def _status_query(network_id: str | OuterRef, alias: str, now: datetime) -> Subquery:
     """session_status_of as a subquery, for a statement the write makes anyway."""
     sessions = AgentSession.objects.filter(network_id=network_id, alias=alias).order_by("-last_seen_at")
     return Subquery(with_effective_status(sessions, now).values("effective_status")[:1])
@@ -101,9 +100,14 @@ def _delivery_as(message_id: str, network_id: str, alias: str, status: str | Non
     )
 
 
-def _lock_task(actor: Actor, task_id: str, now: datetime) -> Task | None:
-    """The task, locked, if the actor can see it; what fell due (its deadline, lease, retry) settled first."""
-    task = Task.objects.select_for_update().filter(network_id__in=actor.readable_networks(), pk=task_id).first()
+def _lock_task(actor: Actor, task_id: str, now: datetime, *, status_of: str | None = None) -> Task | None:
+    """The task, locked, if the actor can see it; what fell due (its deadline, lease, retry) settled first.
+    `status_of`: an alias whose status in the task's network the same read answers (`receiver_status`,
+    as _delivery reads it: send_reply's answer)."""
+    tasks = Task.objects.select_for_update().filter(network_id__in=actor.readable_networks(), pk=task_id)
+    if status_of is not None:
+        tasks = tasks.annotate(receiver_status=_status_query(OuterRef("network_id"), status_of, now))
+    task = tasks.first()
     if task is not None:
         task_settle(task, now=now)
     return task
@@ -472,7 +476,7 @@ def reply_send(
     if reply_to is None:
         network, task = actor.writable_network(network_id), None
     else:
-        network, task = _reply_target(actor, reply_to, now)
+        network, task = _reply_target(actor, reply_to, now, alias)
         actor.check_write(network)
     if task is None:
         usage_required_task(usage)
@@ -506,19 +510,22 @@ def reply_send(
         now=now,
         task=task,
     )
+    if task is not None and task.network_id == network:  # its lock read the receiver's status too
+        return _delivery_as(row.id, network, alias, task.receiver_status)
     return _delivery(row.id, network, alias, now)
 
 
-def _reply_target(actor: Actor, reply_to: str, now: datetime) -> tuple[str, Task | None]:
-    """The network and locked task a reply answers; `reply_to` is a task id or an inbox message id."""
-    task = _lock_task(actor, reply_to, now)
+def _reply_target(actor: Actor, reply_to: str, now: datetime, alias: str) -> tuple[str, Task | None]:
+    """The network and locked task a reply to `alias` answers; `reply_to` is a task id or an inbox
+    message id."""
+    task = _lock_task(actor, reply_to, now, status_of=alias)
     if task is not None:
         return task.network_id, task
     # An inbox row's id: a plain message (nothing to close) or a task's retry/reassign delivery.
     message = InboxMessage.objects.filter(network_id__in=actor.readable_networks(), pk=reply_to).first()
     if message is None:
         raise task_not_found(reply_to)
-    return message.network_id, _lock_task(actor, message.task_id, now) if message.task_id else None
+    return message.network_id, _lock_task(actor, message.task_id, now, status_of=alias) if message.task_id else None
 
 
 @sealed_atomic
@@ -552,13 +559,8 @@ def task_ack(*, actor: Actor, task_id: str, from_session: str | None = None) -> 
             task_id=task.task_id,
             updated=0,
         )
-    _first_read(task, now)
-    updated = 0
-    if task.can(Move.SEND_ACK):  # acked or running: already acknowledged, nothing to do
-        task_transition(
-            task, Move.SEND_ACK, TaskStatus.ACKED, actor=actor.label, now=now, detail=f"acknowledged by {sender}"
-        )
-        updated = 1
+    updated = 1 if task.can(Move.SEND_ACK) else 0
+    _first_read_and(task, now, Move.SEND_ACK, actor=actor, detail=f"acknowledged by {sender}")
     leases_renew(network_ids=[task.network_id], alias=from_session or task.to_name, now=now)
     return TaskAcked(task.task_id, updated)
 
@@ -580,14 +582,8 @@ def inbox_ack(*, actor: Actor, alias: str, message_id: str, response: str | None
     actor.check_write(message.network_id)
     now = timezone.now()
     task = _lock_task(actor, message.task_id, now) if message.task_id else None
-    # Compare-and-swap: of two concurrent acks exactly one flips acked_at. An agent acking a message
-    # has it, however it learned the id: a message no read marked delivered is marked so now.
-    pending = InboxMessage.objects.filter(pk=message.pk, acked_at__isnull=True)
-    if not pending.update(
-        acked_at=now,
-        delivered_to_agent_at=Coalesce(F("delivered_to_agent_at"), Value(now)),
-        delivered_via=Coalesce(F("delivered_via"), Value(DeliveredVia.ACK)),
-    ):
+    via = _ack_once(message.pk, now)
+    if via is None:
         why = f"its task is {task.status}" if task is not None and task.status in TERMINAL else "it was acknowledged"
         raise HubError(
             "message_already_acked",
@@ -595,29 +591,47 @@ def inbox_ack(*, actor: Actor, alias: str, message_id: str, response: str | None
             error="message not found or not yours",
             status=409,
         )
-    if message.type == InboxMessage.Type.TASK and message.delivered_to_agent_at is None:
-        # Unread when we looked: this ack may be its delivery receipt. Only this ack could have
-        # written "ack_inbox" (of two acks one wins above), so that says whether it was.
-        if InboxMessage.objects.filter(pk=message.pk, delivered_via=DeliveredVia.ACK).exists():
-            deliveries_observe([message.created_at], via=DeliveredVia.ACK, now=now)
+    if message.type == InboxMessage.Type.TASK and message.delivered_to_agent_at is None and via == DeliveredVia.ACK:
+        # Unread when we looked, and this ack its delivery receipt: only this ack could have written
+        # "ack_inbox" (of two acks one wins the compare-and-swap).
+        deliveries_observe([message.created_at], via=DeliveredVia.ACK, now=now)
     if task is not None and message.type == InboxMessage.Type.TASK:
-        _first_read(task, now)
-    if task is not None and message.type == InboxMessage.Type.TASK and task.can(Move.INBOX_ACK):
-        task_transition(
-            task,
-            Move.INBOX_ACK,
-            TaskStatus.ACKED,
-            actor=actor.label,
-            now=now,
-            detail=f"{alias} took message {message.id}",
-        )
+        _first_read_and(task, now, Move.INBOX_ACK, actor=actor, detail=f"{alias} took message {message.id}")
     leases_renew(network_ids=[message.network_id], alias=alias, now=now)
 
 
-def _first_read(task: Task, now: datetime) -> None:
-    """A locked task its agent acknowledged: read by now, if no read was seen to deliver it first."""
-    if task.first_read_at is None:
+# Compare-and-swap: of two concurrent acks exactly one flips acked_at. An agent acking a message has
+# it, however it learned the id: a message no read marked delivered is marked so now. RETURNING says
+# which this ack was: "ack_inbox" only if this one wrote it (a read's receipt is never overwritten).
+_ACK_ONCE = """
+UPDATE hub_tasks_inboxmessage SET acked_at = %s, delivered_to_agent_at = COALESCE(delivered_to_agent_at, %s),
+    delivered_via = COALESCE(delivered_via, %s)
+WHERE id = %s AND acked_at IS NULL
+RETURNING delivered_via
+"""
+
+
+def _ack_once(message_id: str, now: datetime) -> str | None:
+    """Ack the message if nothing did yet: how it was delivered, after this ack (None: it was acked)."""
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
+        cursor.execute(_ACK_ONCE, [stamp, stamp, DeliveredVia.ACK.value, message_id])
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+def _first_read_and(task: Task, now: datetime, move: Move, *, actor: Actor, detail: str) -> None:
+    """A locked task its agent acknowledged: read by now, if no read was seen to deliver it first,
+    and acked if it may be (`move`), in the one UPDATE of the task."""
+    first = task.first_read_at is None
+    if first:
         task.first_read_at = now
+    if task.can(move):  # else acked or running: already acknowledged, nothing to do
+        task_transition(
+            task, move, TaskStatus.ACKED, actor=actor.label, now=now, detail=detail,
+            fields=["first_read_at"] if first else (),
+        )  # fmt: skip
+    elif first:
         # first_read_at is in no trigger's column list (migrations 0003/0004): this fires none.
         Task.objects.filter(pk=task.pk).update(first_read_at=now)
 
@@ -766,7 +780,11 @@ def completion_report(
         completed_at=now,
     )
     warning = None
-    ran = usage_attempt(matched, alias) if matched is not None else None
+    seconds = None if duration_minutes is None else duration_minutes * 60
+    usage = RunUsage(tokens_in, tokens_out, cost_usd, model)
+    # Only a report with something to store on the attempt asks which one it is (usage_record).
+    reports = bool(usage) or seconds is not None
+    ran = usage_attempt(matched, alias) if matched is not None and reports else None
     if matched is not None and matched.can(Move.COMPLETE):
         _end_with_result(
             matched, Move.COMPLETE, TaskStatus.REPLIED, result, actor=actor, now=now, detail=f"completed by {alias}",
@@ -779,8 +797,6 @@ def completion_report(
             f"No task matches {validate.shown(task_ref)} in network {network} (neither a task_id nor the text of "
             f"an open task of {alias!r}): the completion is recorded without a task. Pass the task's task_id."
         )
-    seconds = None if duration_minutes is None else duration_minutes * 60
-    usage = RunUsage(tokens_in, tokens_out, cost_usd, model)
     usage_record(ran, network_id=network, usage=usage, duration_seconds=seconds, now=now)
     leases_renew(network_ids=[network], alias=alias, now=now)
     session_set_idle(network_id=network, alias=alias, now=now)

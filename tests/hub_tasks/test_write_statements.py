@@ -1,6 +1,7 @@
 """The agents' write tools ask the database only what they need (issue 29): send_task's checks of
-caps and budgets and the receiver's status are one statement. What each answers stays what a
-separate read would answer."""
+caps and budgets and the receiver's status are one statement, send_reply reads the receiver's
+status with the task it locks, ack_inbox learns from its compare-and-swap whether it was the
+delivery receipt. What each answers stays what a separate read would answer."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from hub_agents.models import AgentSession
-from tests.helpers.calls import get_task, send_task
+from hub_core.errors import HubError
+from tests.helpers.calls import ack_inbox, get_task, report_completion, send_reply, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +64,58 @@ def test_send_task_of_a_held_task_answers_the_status_too(agent, online):
 
     assert held["session_status"] == "idle"
     assert get_task(actor=agent, task_id=held["task_id"])["task"]["status"] == "created"
+
+
+def test_send_reply_reads_the_receivers_status_with_the_task_it_locks(agent, online):
+    online("lead", status="working")
+    online("coder", status="blocked")
+    task_id = send_task(actor=agent, alias="coder", task="write it", from_session="lead")["task_id"]
+
+    answer, statements = _statements(
+        send_reply, actor=agent, alias="lead", text="done", in_reply_to=task_id, from_session="coder"
+    )
+
+    assert answer["session_status"] == "working" and "warning" not in answer
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "replied"
+    # No read of the receiver's status of its own: the task's lock, the ending (inbox rows, task,
+    # its search entry, attempt, history, event rows, cap slots, dependents), the reply's inbox row,
+    # its search entry and event rows.
+    assert statements == 12
+
+
+def test_send_reply_to_someone_who_never_reported_warns(agent, online):
+    online("coder", status="blocked")
+    task_id = send_task(actor=agent, alias="coder", task="write it", from_session="lead")["task_id"]
+
+    answer = send_reply(actor=agent, alias="lead", text="done", in_reply_to=task_id, from_session="coder")
+
+    assert answer["session_status"] is None and "No agent named 'lead'" in answer["warning"]
+
+
+def test_ack_inbox_acks_once_and_stamps_the_first_read_with_the_move(agent, online):
+    online("coder", status="idle")
+    task_id = send_task(actor=agent, alias="coder", task="write it")["task_id"]
+
+    answer, statements = _statements(ack_inbox, actor=agent, alias="coder", message_id=task_id)
+
+    assert answer == {"ok": True}
+    task = get_task(actor=agent, task_id=task_id)["task"]
+    assert task["status"] == "acked"
+    # The message, the task's lock, the compare-and-swap (which says it was the receipt), the task's
+    # one UPDATE (status and first read), its attempt, history and event rows, the leases' check.
+    assert statements == 8
+    with pytest.raises(HubError) as again:
+        ack_inbox(actor=agent, alias="coder", message_id=task_id)
+    assert again.value.code == "message_already_acked"
+
+
+def test_report_completion_without_usage_asks_for_no_attempt(agent, online):
+    online("coder", status="working")
+    task_id = send_task(actor=agent, alias="coder", task="write it")["task_id"]
+
+    with CaptureQueriesContext(connection) as captured:
+        answer = report_completion(actor=agent, alias="coder", task=task_id, result="done")
+
+    assert answer["task_id"] == task_id and "warning" not in answer
+    assert not [q for q in captured.captured_queries if q["sql"].startswith('SELECT "hub_tasks_taskattempt"')]
+    assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "replied"
