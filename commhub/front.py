@@ -50,11 +50,12 @@ _forget()
 
 def json_headers(scope: Scope) -> list[tuple[bytes, bytes]] | None:
     """The headers of a JSON answer to this /mcp request, or None if the ordinary path must answer."""
-    key = (
+    server = scope.get("server")
+    key = (  # servers may give lists where ASGI says tuples (daphne does)
         scope.get("scheme"),
-        scope.get("server"),
+        None if server is None else tuple(server),
         scope["path"],
-        *(item for item in scope["headers"] if item[0] in _read),
+        *((name, value) for name, value in scope["headers"] if name in _read),
     )
     try:
         return _known[key]
