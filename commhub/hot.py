@@ -20,7 +20,7 @@ run here without a thread or Django's request machinery:
   process's copy says none has passed, else hub_tasks.settled on the pool), then one prepared
   statement that renews the alias's leases and reads the inbox (hub_tasks.reads.inbox_read, the
   statement the ordinary path runs through Django's cursor), then the receipts of messages read for
-  the first time (hub_tasks.inbox.inbox_received, on the pool: rare);
+  the first time (hub_tasks.inbox.inbox_received_on: one transaction, sent as one pipeline);
 - get_task: deadlines settled as above, then one prepared statement for the task and its lists
   (hub_tasks.reads.task_read, which task_with_history runs through Django's cursor).
 
@@ -45,7 +45,7 @@ import asyncio
 import io
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -77,8 +77,8 @@ from hub_mcp.protocol import (
     response,
 )
 from hub_tasks.deadlines import networks_known_clear
-from hub_tasks.inbox import inbox_received
-from hub_tasks.reads import inbox_read, task_read
+from hub_tasks.inbox import inbox_received_on
+from hub_tasks.reads import Statement, inbox_read, task_read
 from hub_tasks.results import TaskHistory
 from hub_tasks.settled import tasks_settled
 
@@ -263,9 +263,7 @@ async def _inbox(tool: Any, actor: Actor, arguments: dict[str, Any]) -> list[dic
     rows = await inbox_read(
         await _driver(), networks=networks, alias=alias, limit=parsed["limit"], renew=writable, now=now
     )
-    if any(row["delivered_at"] is None and actor.can_write(row["network_id"]) for row in rows):
-        rows = await in_pool(lambda: inbox_received(actor=actor, alias=alias, rows=rows))
-    return rows
+    return await inbox_received_on(await _driver(), actor=actor, alias=alias, rows=rows)
 
 
 # --- the pool ------------------------------------------------------------------------------------
@@ -283,6 +281,16 @@ class PoolDriver:
         async with self.pool.connection() as conn:
             cursor = await conn.execute(sql, params)
             return await cursor.fetchall()
+
+    async def written(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """In one transaction, sent as one pipeline: one round trip for them all."""
+        async with self.pool.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                cursors = [await conn.execute(sql, params) for sql, params in statements]
+            return await cursors[-1].fetchall()
+
+    def after_commit(self, then: Callable[[], None]) -> None:
+        then()  # `written` returns once committed
 
 
 _drivers: dict[asyncio.AbstractEventLoop, PoolDriver] = {}

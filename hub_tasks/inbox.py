@@ -17,8 +17,8 @@ from hub_core.formats import timestamp
 from hub_tasks import limits
 from hub_tasks.lifecycle import leases_renew
 from hub_tasks.models import DeliveredVia
-from hub_tasks.reads import FOLDS_RENEWAL
-from hub_tasks.receipts import messages_delivered
+from hub_tasks.reads import FOLDS_RENEWAL, CursorDriver, Driver, run_now
+from hub_tasks.receipts import messages_delivered_on
 from hub_tasks.selectors import Row, inbox_pending
 from hub_tasks.settled import tasks_settled
 
@@ -46,11 +46,17 @@ def inbox_fetch(
 
 def inbox_received(*, actor: Actor, alias: str, rows: list[Row]) -> list[Row]:
     """get_inbox's rows, those read for the first time (where the caller may write) marked delivered."""
+    return run_now(inbox_received_on(CursorDriver(), actor=actor, alias=alias, rows=rows))
+
+
+async def inbox_received_on(db: Driver, *, actor: Actor, alias: str, rows: list[Row]) -> list[Row]:
+    """inbox_received over a driver (hub_tasks.reads: the fast lane's, on the event loop)."""
     new = [row for row in rows if row["delivered_at"] is None and actor.can_write(row["network_id"])]
     if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
         return rows
     now = timezone.now()
-    messages_delivered(
+    await messages_delivered_on(
+        db,
         network_ids={row["network_id"] for row in new},
         alias=alias,
         messages=[(row["id"], row["type"], row["task_id"]) for row in new],

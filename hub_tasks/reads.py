@@ -18,12 +18,12 @@ read-first renewal, which its caller runs before the read (`FOLDS_RENEWAL`).
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Protocol, TypeVar
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import DateTimeField, DurationField, JSONField
 from django.utils.dateparse import parse_datetime
 
@@ -46,10 +46,21 @@ T = TypeVar("T")
 FOLDS_RENEWAL = frozenset({"postgresql"})
 
 
+Statement = tuple[str, Sequence[Any]]
+
+
 class Driver(Protocol):
     vendor: str
 
     async def rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]: ...
+
+    async def written(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """The statements in one transaction (within the caller's, if it is in one); the last one's rows."""
+        ...
+
+    def after_commit(self, then: Callable[[], None]) -> None:
+        """Run `then` once what `written` wrote is committed."""
+        ...
 
 
 class CursorDriver:
@@ -63,6 +74,15 @@ class CursorDriver:
             cursor.execute(sql, params)
             return cursor.fetchall()
 
+    async def written(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    def after_commit(self, then: Callable[[], None]) -> None:
+        transaction.on_commit(then)
+
 
 def run_now(read: Coroutine[Any, Any, T]) -> T:
     """A read over `CursorDriver` run to completion here: it never waits on anything."""
@@ -74,7 +94,7 @@ def run_now(read: Coroutine[Any, Any, T]) -> T:
     raise AssertionError("a read over Django's cursor suspended")
 
 
-def _at(value: Any) -> datetime | None:
+def stored_time(value: Any) -> datetime | None:
     """A stored time as an aware datetime (SQLite's raw cursor gives naive UTC, or text)."""
     if isinstance(value, str):
         value = parse_datetime(value)
@@ -132,9 +152,9 @@ def _inbox_row(row: tuple[Any, ...]) -> Row:
         "context": row[4],
         "from_session": row[5],
         "task_id": row[6],
-        "created_at": timestamp(_at(row[7])),
+        "created_at": timestamp(stored_time(row[7])),
         "network_id": row[8],
-        "delivered_at": timestamp(_at(row[9])),
+        "delivered_at": timestamp(stored_time(row[9])),
         "delivered_via": row[10],
         "budget_usd": row[11],
         "budget_tokens": row[12],
@@ -235,7 +255,7 @@ def _model_row(model: Any, names: Sequence[str], values: Sequence[Any], *, store
         if value is None:
             pass
         elif isinstance(field, DateTimeField):
-            value = _at(value)
+            value = stored_time(value)
         elif isinstance(field, DurationField) and isinstance(value, int):
             value = timedelta(microseconds=value)
         elif isinstance(field, JSONField):

@@ -4,10 +4,12 @@ Written after a read, never by a selector: get_inbox (hub_tasks.inbox.inbox_fetc
 in the same call) through `messages_delivered`, and the agents' SSE streams (hub_live.fanout, for
 the events that name a message, all the streams one reader serves at once) through
 `deliveries_mark`; both hold the one rule of what a delivery marks. Cheap on the hot
-path: one UPDATE for the tasks, then the messages still unmarked locked and marked (tasks first: the
-hub's lock order); both match only rows still unmarked, so a receipt is set once and never moved,
-whichever reader gets there first, and its dispatch-to-delivery latency (hub_core.metrics) is
-counted once.
+path: one UPDATE for the tasks, then one for the messages still unmarked, locked first (tasks first:
+the hub's lock order), in one transaction; both match only rows still unmarked, so a receipt is set
+once and never moved, whichever reader gets there first, and its dispatch-to-delivery latency
+(hub_core.metrics) is counted once. Written once as SQL for both databases, over a driver
+(hub_tasks.reads): Django's cursor on the ordinary path, the fast lane's pipeline on its own
+(commhub.hot, `messages_delivered_on`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from django.db import transaction
 from django.utils import timezone
 
-from hub_core.metrics import deliveries_observe
-from hub_tasks.models import DeliveredVia, InboxMessage, Task
+from hub_core.metrics import deliveries_observed
+from hub_tasks.models import DeliveredVia, InboxMessage
+from hub_tasks.reads import CursorDriver, Driver, Statement, run_now, stored_time
 
 
 def receipts_mark(
@@ -37,48 +39,64 @@ def receipts_mark(
     `task_ids`: the tasks of the task messages in `message_ids` (a notice or a chained reply about a
     task is not its agent reading it); only those still unread are written.
     """
-    return _mark(network_ids, {message_id: alias for message_id in message_ids}, list(task_ids), via, now)
+    owners = {message_id: alias for message_id in message_ids}
+    return run_now(_mark(CursorDriver(), network_ids, owners, list(task_ids), via, now))
 
 
-def _mark(
-    network_ids: Collection[str], owners: dict[str, str], task_ids: list[str], via: DeliveredVia, now: datetime | None
+# Tasks before their inbox rows, the lock order of every write (a cancel locks its task, then
+# withdraws its inbox row): the other order deadlocks against it. An unread task's first_read_at is
+# set even if another reader marks the message first: both mean the agent has it. first_read_at is
+# in no trigger's column list (migrations 0003/0004): this fires none.
+_FIRST_READ = (
+    "UPDATE hub_tasks_task SET first_read_at = %s "
+    "WHERE network_id IN ({networks}) AND task_id IN ({tasks}) AND first_read_at IS NULL"
+)
+# Only rows still unmarked, so a receipt is set once, and this call learns which messages it is the
+# first to deliver (their dispatch-to-delivery latency is counted once). On PostgreSQL they are
+# locked first, in one order (readers marking several at once do not deadlock); a reader racing
+# this one waits, then finds them marked. SQLite has one writer at a time: nothing to lock.
+_DELIVERED = (
+    "UPDATE hub_tasks_inboxmessage SET delivered_to_agent_at = %s, delivered_via = %s "
+    "WHERE id IN ({unmarked}) AND delivered_to_agent_at IS NULL RETURNING type, created_at"
+)
+_UNMARKED = {
+    "postgresql": "SELECT id FROM hub_tasks_inboxmessage WHERE {match} ORDER BY id FOR UPDATE",
+    "sqlite": "SELECT id FROM hub_tasks_inboxmessage WHERE {match}",
+}
+_MATCH = "network_id IN ({networks}) AND (id, to_alias) IN (VALUES {pairs}) AND delivered_to_agent_at IS NULL"
+
+
+def _listed(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+async def _mark(
+    db: Driver,
+    network_ids: Collection[str],
+    owners: dict[str, str],
+    task_ids: list[str],
+    via: DeliveredVia,
+    now: datetime | None,
 ) -> int:
-    """receipts_mark for messages of any number of aliases (`owners`: message id -> the alias it went to)."""
+    """receipts_mark for messages of any number of aliases (`owners`: message id -> the alias it went
+    to), over a driver (hub_tasks.reads): one transaction (one commit for both tables; on SQLite one
+    write lock, one sync), in one round trip on the fast lane's pipeline."""
     if not owners or not network_ids:
         return 0
     now = now or timezone.now()
-    # One transaction: one commit for both rows (on SQLite one write lock, one sync). Tasks before
-    # their inbox rows, the lock order of every write (a cancel locks its task, then withdraws its
-    # inbox row): the other order deadlocks against it. An unread task's first_read_at is set even
-    # if another reader marks the message first: both mean the agent has it.
-    with transaction.atomic():
-        if task_ids:
-            # first_read_at is in no trigger's column list (migrations 0003/0004): this fires none.
-            Task.objects.filter(network_id__in=list(network_ids), pk__in=task_ids, first_read_at__isnull=True).update(
-                first_read_at=now
-            )
-        # Locked first (in one order, for readers marking several at once), so this call knows which
-        # messages it is the first to deliver (a reader racing it waits, then finds them marked):
-        # their dispatch-to-delivery latency is counted once.
-        locked = (
-            InboxMessage.objects.select_for_update()
-            .filter(
-                network_id__in=list(network_ids),
-                to_alias__in=set(owners.values()),
-                pk__in=list(owners),
-                delivered_to_agent_at__isnull=True,
-            )
-            .order_by("pk")
-            .values_list("pk", "to_alias", "type", "created_at")
-        )
-        first = [(pk, kind, at) for pk, to, kind, at in locked if owners[pk] == to]
-        if not first:
-            return 0
-        marked = InboxMessage.objects.filter(pk__in=[pk for pk, _, _ in first]).update(
-            delivered_to_agent_at=now, delivered_via=via
-        )
-        deliveries_observe([at for _, kind, at in first if kind == InboxMessage.Type.TASK], via=via, now=now)
-    return marked
+    networks = list(network_ids)
+    statements: list[Statement] = []
+    if task_ids:
+        first_read = _FIRST_READ.format(networks=_listed(len(networks)), tasks=_listed(len(task_ids)))
+        statements.append((first_read, [now, *networks, *task_ids]))
+    match = _MATCH.format(networks=_listed(len(networks)), pairs=", ".join(["(%s, %s)"] * len(owners)))
+    delivered = _DELIVERED.format(unmarked=_UNMARKED[db.vendor].format(match=match))
+    pairs = [value for pair in owners.items() for value in pair]
+    statements.append((delivered, [now, via.value, *networks, *pairs]))
+    marked = await db.written(statements)
+    dispatched = [stored_time(at) for kind, at in marked if kind == InboxMessage.Type.TASK]
+    db.after_commit(lambda: deliveries_observed(dispatched, via=via, now=now))
+    return len(marked)
 
 
 def messages_delivered(
@@ -91,12 +109,23 @@ def messages_delivered(
 ) -> int:
     """These messages of `alias` reached it (each as (message_id, type, task_id)): receipts_mark them,
     and only a task message marks its task read (a notice or a chained reply about it does not)."""
-    return deliveries_mark(
-        network_ids=network_ids,
-        deliveries=[(alias, message_id, kind, task_id) for message_id, kind, task_id in messages],
-        via=via,
-        now=now,
+    return run_now(
+        messages_delivered_on(CursorDriver(), network_ids=network_ids, alias=alias, messages=messages, via=via, now=now)
     )
+
+
+async def messages_delivered_on(
+    db: Driver,
+    *,
+    network_ids: Collection[str],
+    alias: str,
+    messages: Iterable[tuple[str, str, str | None]],
+    via: DeliveredVia,
+    now: datetime | None = None,
+) -> int:
+    """messages_delivered over a driver (the fast lane's, on the event loop)."""
+    deliveries = [(alias, message_id, kind, task_id) for message_id, kind, task_id in messages]
+    return await _deliveries(db, network_ids, deliveries, via, now)
 
 
 def deliveries_mark(
@@ -108,11 +137,17 @@ def deliveries_mark(
 ) -> int:
     """messages_delivered for several agents at once, in one transaction (a process's streams of one
     network, hub_live.fanout): each delivery is (alias, message_id, type, task_id)."""
+    return run_now(_deliveries(CursorDriver(), network_ids, list(deliveries), via, now))
+
+
+async def _deliveries(
+    db: Driver,
+    network_ids: Collection[str],
+    deliveries: Iterable[tuple[str, str, str, str | None]],
+    via: DeliveredVia,
+    now: datetime | None,
+) -> int:
     deliveries = list(deliveries)
-    return _mark(
-        network_ids,
-        {message_id: alias for alias, message_id, _, _ in deliveries},
-        [task_id for _, _, kind, task_id in deliveries if kind == InboxMessage.Type.TASK and task_id],
-        via,
-        now,
-    )
+    owners = {message_id: alias for alias, message_id, _, _ in deliveries}
+    tasks = [task_id for _, _, kind, task_id in deliveries if kind == InboxMessage.Type.TASK and task_id]
+    return await _mark(db, network_ids, owners, tasks, via, now)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from commhub import hot
 from commhub.asgi import application
@@ -205,13 +206,27 @@ def test_the_front_checks_and_headers_are_the_ordinary_paths(world, settings, ca
     assert served == int(served_here) + int(again[0] == 200), case
 
 
+def test_a_scope_of_lists_is_served_as_one_of_tuples(world):
+    """daphne gives the headers and the server address as lists, where ASGI says tuples."""
+    request, body = call({"alias": "coder"}, token=world["agent"])
+    listed = {**request, "headers": [list(pair) for pair in request["headers"]], "server": list(request["server"])}
+
+    (fast,), served = through((listed, body))
+    (slow,), _ = through((request, body), lane=False)
+
+    assert (served, fast) == (1, slow)
+
+
 def test_a_first_read_writes_its_receipts(world, make_actor):
     invoke("send_task", make_actor(world["network"], "owner"), {"alias": "fresh", "task": "new"})
+    observed = {"via": "get_inbox"}
+    before = REGISTRY.get_sample_value("commhub_dispatch_to_delivery_seconds_count", observed) or 0
 
     (fast,), served = through(call({"alias": "fresh"}, token=world["agent"]))
     (again,), _ = through(call({"alias": "fresh"}, token=world["agent"]), lane=False)
 
     assert served == 1
+    assert REGISTRY.get_sample_value("commhub_dispatch_to_delivery_seconds_count", observed) == before + 1
     assert fast == again  # the receipt as stored is the one the first answer showed
     message = InboxMessage.objects.get(to_alias="fresh")
     assert message.delivered_via == "get_inbox" and message.delivered_to_agent_at is not None

@@ -99,10 +99,14 @@ def test_receipts_cost_two_updates_on_first_delivery_and_none_on_a_repeat(agent)
         get_inbox(actor=agent, alias=CODER)
 
     def updates(queries: CaptureQueriesContext) -> list[str]:
-        return [q["sql"].split(" SET ")[0] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+        return [
+            q["sql"].split(" SET ")[0].replace('"', "")
+            for q in queries.captured_queries
+            if q["sql"].startswith("UPDATE")
+        ]
 
     # Tasks before their inbox rows: the lock order of every write (the reverse deadlocked a cancel).
-    assert updates(first) == ['UPDATE "hub_tasks_task"', 'UPDATE "hub_tasks_inboxmessage"']
+    assert updates(first) == ["UPDATE hub_tasks_task", "UPDATE hub_tasks_inboxmessage"]
     assert updates(repeat) == []
 
 
