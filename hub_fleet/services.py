@@ -1,7 +1,8 @@
 """Writes that span who is there and what they are asked: an agent's heartbeat (report_status)
 settles the tasks that fell due, then updates its session and, in the same transaction, starts the
 task it names and renews the leases of the tasks it holds. A heartbeat that repeats what the agent
-said last time, with nothing to start or renew, is one statement and publishes nothing.
+said last time within a minute, with nothing to start or renew, is one statement and publishes
+nothing.
 
 It sits above both domain apps (hub_agents, hub_tasks) so that neither imports the other's writes.
 """
@@ -9,7 +10,7 @@ It sits above both domain apps (hub_agents, hub_tasks) so that neither imports t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -25,6 +26,11 @@ from hub_core.events import publish, sealed_atomic
 from hub_fleet.results import Heartbeat
 from hub_tasks.lifecycle import leases_renew, task_start_for_alias, tasks_expire_due
 from hub_tasks.models import LEASED, TRANSITIONS, InboxMessage, Move, Task
+
+# A repeat within this long of the session's last report is no news; one after it publishes the
+# session again, so what pages show of when it was last seen ("Seen 2 min ago") is never older than
+# this plus the agent's own heartbeat interval (the contract suggests 3 minutes: every one publishes).
+SEEN_REFRESH = timedelta(seconds=60)
 
 
 def require_network_token(actor: Actor) -> None:
@@ -154,7 +160,8 @@ def _heartbeat_repeated(report: _Report) -> int | None:
     )
     params: list[Any] = [at, report.token_id, report.network, report.resume_id]
     params += [value for value in said.values() if value is not None]
-    params += [ops.adapt_datetimefield_value(offline_cutoff(report.now))]
+    # Reported within SEEN_REFRESH, and not read offline meanwhile.
+    params += [ops.adapt_datetimefield_value(max(report.now - SEEN_REFRESH, offline_cutoff(report.now)))]
     params += [report.network, report.alias, report.resume_id, report.network, report.alias, *leased, at]
     if report.status == SessionStatus.WORKING and report.activity["task"]:
         # No delivered or acked task it names to start (task_start_for_alias's match).
@@ -199,8 +206,8 @@ def _report_written(report: _Report, *, actor_label: str, node_name: str | None)
         except IntegrityError:
             created = False
             session = AgentSession.objects.select_for_update().get(network_id=network, resume_id=resume_id)
-    before = _shown(session)
-    was_silent = session.last_seen_at < offline_cutoff(now)
+    before, seen = _shown(session), session.last_seen_at
+    was_silent = seen < offline_cutoff(now)
     session.alias, session.status, session.last_seen_at = alias, report.status, now
     session.token_id = report.token_id  # who it acts through: written by the save below, no query of its own
     for field, value in report.activity.items():
@@ -221,8 +228,9 @@ def _report_written(report: _Report, *, actor_label: str, node_name: str | None)
         task_start_for_alias(
             actor_label=actor_label, network_id=network, alias=alias, task_ref=report.activity["task"], now=now
         )
-    # A repeat is no news: the fleet card, get_all_status and the feeds read the same as before.
-    if created or orphans or was_silent or _shown(session) != before:
+    # A repeat is no news (the fleet card, get_all_status and the feeds read the same as before),
+    # unless it comes more than SEEN_REFRESH after the last report: pages then show it seen again.
+    if created or orphans or was_silent or seen < now - SEEN_REFRESH or _shown(session) != before:
         publish(session_updated_event(session))
     return InboxMessage.objects.pending(network_ids=[network], alias=alias).count()
 

@@ -54,6 +54,18 @@ def test_a_repeat_is_one_statement_and_publishes_nothing(online, clock, publishe
     assert AgentSession.objects.get().last_seen_at == NOW + timedelta(seconds=60)
 
 
+def test_a_repeat_more_than_a_minute_after_the_last_report_publishes_the_session_seen_again(
+    online, clock, published, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        online("coder", status="working", **IDENTITY)
+        for seconds in (30, 30, 61, 3 * 60):  # the contract's heartbeat: every 3 minutes
+            clock.tick(seconds)
+            online("coder", status="working", **IDENTITY)
+
+    assert len(updates(published)) == 3  # the first report, then the ones 61 s and 3 min after the last
+
+
 def test_a_repeat_that_leaves_identity_out_keeps_it(online, clock, published, django_capture_on_commit_callbacks):
     online("coder", **IDENTITY)
     with django_capture_on_commit_callbacks(execute=True):
