@@ -1,7 +1,8 @@
-"""`python -m bench.profile send_task|get_inbox`: where one worker's time goes under 16 clients.
+"""`python -m bench.profile send_task|get_inbox [--gil]`: where one worker's time goes under 16 clients.
 
 Starts one hub worker on the benchmark database, loads one tool for 10 s, records the worker with
-py-spy for 8 s and prints the functions that hold the most samples.
+py-spy for 8 s (with --gil, only while it holds the GIL) and prints the functions that hold the most
+samples.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def main() -> None:
     hub = start("profile", asgi("commhub.asgi:application", workers=1), setup.SERVER_ENV)
     samples = LOGS / f"profile-{tool}.txt"
     try:
-        record = ["record", "--nonblocking", "-p", str(hub.pids()[-1]), "-d", "8", "-r", "200", "-f", "raw"]
+        gil = ["--gil"] if "--gil" in sys.argv else []  # only samples holding the GIL: CPU, not waits
+        record = ["record", "--nonblocking", *gil, "-p", str(hub.pids()[-1]), "-d", "8", "-r", "200", "-f", "raw"]
         spy = subprocess.Popen(
             [str(Path(sys.executable).parent / "py-spy"), *record, "-o", str(samples)],
             stdout=subprocess.DEVNULL,
