@@ -134,13 +134,19 @@ def _inbox_statement(networks: Sequence[str], alias: str, limit: int) -> tuple[s
 
 def _renewal(networks: Sequence[str], alias: str, now: datetime) -> tuple[str, list[Any]]:
     """hub_tasks.lifecycle.leases_renew as SQL: every lease the alias holds and still runs, from now."""
-    leased = sorted(status.value for status in LEASED)
     sql = (
         "UPDATE hub_tasks_task SET lease_expires_at = %s + lease "
         f"WHERE network_id IN ({_listed(len(networks))}) AND to_name = %s "
-        f"AND status IN ({_listed(len(leased))}) AND lease_expires_at > %s RETURNING 1"
+        f"AND status IN ({_LEASED}) AND lease_expires_at > %s RETURNING 1"
     )
-    return sql, [now, *networks, alias, *leased, now]
+    return sql, [now, *networks, alias, now]
+
+
+# The leased statuses written into the statement, not passed: a prepared statement's generic plan
+# (the fast lane's, after five runs) can use the partial index task_leased only where the planner
+# sees its condition, and a parameter hides it: with them as parameters, PostgreSQL's generic plan
+# walked every task of the network (0.7-1.5 ms at 3,000 tasks, against 0.01 ms).
+_LEASED = ", ".join(f"'{status}'" for status in sorted(status.value for status in LEASED))
 
 
 def _inbox_row(row: tuple[Any, ...]) -> Row:
