@@ -18,7 +18,7 @@ from hub_tasks import limits
 from hub_tasks.lifecycle import leases_renew
 from hub_tasks.models import DeliveredVia
 from hub_tasks.reads import FOLDS_RENEWAL, CursorDriver, Driver, run_now
-from hub_tasks.receipts import messages_delivered_on
+from hub_tasks.receipts import messages_delivered
 from hub_tasks.selectors import Row, inbox_pending
 from hub_tasks.settled import tasks_settled
 
@@ -55,7 +55,7 @@ async def inbox_received_on(db: Driver, *, actor: Actor, alias: str, rows: list[
     if not new:  # the common repeat: messages already delivered, not acked yet, cost nothing more
         return rows
     now = timezone.now()
-    await messages_delivered_on(
+    await messages_delivered(
         db,
         network_ids={row["network_id"] for row in new},
         alias=alias,

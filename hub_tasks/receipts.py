@@ -9,7 +9,7 @@ the hub's lock order), in one transaction; both match only rows still unmarked, 
 once and never moved, whichever reader gets there first, and its dispatch-to-delivery latency
 (hub_core.metrics) is counted once. Written once as SQL for both databases, over a driver
 (hub_tasks.reads): Django's cursor on the ordinary path, the fast lane's pipeline on its own
-(commhub.hot, `messages_delivered_on`).
+(commhub.hot).
 """
 
 from __future__ import annotations
@@ -22,26 +22,6 @@ from django.utils import timezone
 from hub_core.metrics import deliveries_observed
 from hub_tasks.models import DeliveredVia, InboxMessage
 from hub_tasks.reads import CursorDriver, Driver, Statement, run_now, stored_time
-
-
-def receipts_mark(
-    *,
-    network_ids: Collection[str],
-    alias: str,
-    message_ids: Iterable[str],
-    task_ids: Iterable[str] = (),
-    via: DeliveredVia,
-    now: datetime | None = None,
-) -> int:
-    """Mark these messages of `alias` delivered to it now (those not marked yet), and the tasks of its
-    task messages among them first read; returns how many messages this call marked.
-
-    `task_ids`: the tasks of the task messages in `message_ids` (a notice or a chained reply about a
-    task is not its agent reading it); only those still unread are written.
-    """
-    owners = {message_id: alias for message_id in message_ids}
-    return run_now(_mark(CursorDriver(), network_ids, owners, list(task_ids), via, now))
-
 
 # Tasks before their inbox rows, the lock order of every write (a cancel locks its task, then
 # withdraws its inbox row): the other order deadlocks against it. An unread task's first_read_at is
@@ -78,9 +58,11 @@ async def _mark(
     via: DeliveredVia,
     now: datetime | None,
 ) -> int:
-    """receipts_mark for messages of any number of aliases (`owners`: message id -> the alias it went
-    to), over a driver (hub_tasks.reads): one transaction (one commit for both tables; on SQLite one
-    write lock, one sync), in one round trip on the fast lane's pipeline."""
+    """Mark these messages delivered to their aliases now (those not marked yet; `owners`: message id
+    -> the alias it went to), and the tasks of the task messages among them first read (`task_ids`,
+    only those still unread are written); returns how many messages this call marked. Over a driver
+    (hub_tasks.reads): one transaction (one commit for both tables; on SQLite one write lock, one
+    sync), in one round trip on the fast lane's pipeline."""
     if not owners or not network_ids:
         return 0
     now = now or timezone.now()
@@ -99,22 +81,7 @@ async def _mark(
     return len(marked)
 
 
-def messages_delivered(
-    *,
-    network_ids: Collection[str],
-    alias: str,
-    messages: Iterable[tuple[str, str, str | None]],
-    via: DeliveredVia,
-    now: datetime | None = None,
-) -> int:
-    """These messages of `alias` reached it (each as (message_id, type, task_id)): receipts_mark them,
-    and only a task message marks its task read (a notice or a chained reply about it does not)."""
-    return run_now(
-        messages_delivered_on(CursorDriver(), network_ids=network_ids, alias=alias, messages=messages, via=via, now=now)
-    )
-
-
-async def messages_delivered_on(
+async def messages_delivered(
     db: Driver,
     *,
     network_ids: Collection[str],
@@ -123,7 +90,9 @@ async def messages_delivered_on(
     via: DeliveredVia,
     now: datetime | None = None,
 ) -> int:
-    """messages_delivered over a driver (the fast lane's, on the event loop)."""
+    """These messages of `alias` reached it (each as (message_id, type, task_id)): mark them, and only
+    a task message marks its task read (a notice or a chained reply about it does not). Over a driver:
+    Django's cursor (`run_now`), or the fast lane's pool on the event loop."""
     deliveries = [(alias, message_id, kind, task_id) for message_id, kind, task_id in messages]
     return await _deliveries(db, network_ids, deliveries, via, now)
 
