@@ -181,7 +181,7 @@ async def _answer(scope: Scope, body: bytes, send: Send) -> None:
         answer = await (_inbox if tool.name == "get_inbox" else _task)(tool, actor, arguments)
     outcome = {"ok": True, **tool.render(answer)}
     reply = response(message.id, stamped(tool_payload(outcome, exchange), exchange))
-    content = json.dumps(reply, separators=(",", ":")).encode()  # as hub_mcp.views._json renders it
+    content = views.json_bytes(reply)
     await send({"type": "http.response.start", "status": 200, "headers": [*headers, _length(content)]})
     await send({"type": "http.response.body", "body": content})
 
