@@ -25,7 +25,8 @@ from hub_core.errors import HubError
 from hub_core.events import publish, sealed_atomic
 from hub_fleet.results import Heartbeat
 from hub_tasks.lifecycle import leases_renew, task_start_for_alias, tasks_expire_due
-from hub_tasks.models import LEASED, TRANSITIONS, InboxMessage, Move, Task
+from hub_tasks.models import TRANSITIONS, InboxMessage, Move, Task
+from hub_tasks.reads import lease_running, placeholders
 
 # A repeat within this long of the session's last report is no news; one after it publishes the
 # session again, so what pages show of when it was last seen ("Seen 2 min ago") is never older than
@@ -147,7 +148,7 @@ def _heartbeat_repeated(report: _Report) -> int | None:
     said = {"alias": report.alias, "status": report.status, **report.activity}
     said |= {field: value for field, value in report.identity.items() if value is not None}
     same = " AND ".join(f"{column} IS NULL" if value is None else f"{column} = %s" for column, value in said.items())
-    leased, startable = sorted(LEASED), sorted(TRANSITIONS[Move.START][0])
+    startable = sorted(TRANSITIONS[Move.START][0])
     sql = (
         f"UPDATE {sessions} SET last_seen_at = %s, token_id = %s"
         f" WHERE network_id = %s AND resume_id = %s AND {same} AND last_seen_at >= %s"
@@ -155,19 +156,18 @@ def _heartbeat_repeated(report: _Report) -> int | None:
         f" AND NOT EXISTS (SELECT 1 FROM {sessions} o WHERE o.network_id = %s AND o.alias = %s"
         " AND o.resume_id <> %s)"
         # No lease of the alias's to renew (hub_tasks.lifecycle.leases_renew's `held`).
-        f" AND NOT EXISTS (SELECT 1 FROM {tasks} t WHERE t.network_id = %s AND t.to_name = %s"
-        f" AND t.status IN ({', '.join(['%s'] * len(leased))}) AND t.lease_expires_at > %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {tasks} t WHERE t.network_id = %s AND t.to_name = %s AND {lease_running('t')})"
     )
     params: list[Any] = [at, report.token_id, report.network, report.resume_id]
     params += [value for value in said.values() if value is not None]
     # Reported within SEEN_REFRESH, and not read offline meanwhile.
     params += [ops.adapt_datetimefield_value(max(report.now - SEEN_REFRESH, offline_cutoff(report.now)))]
-    params += [report.network, report.alias, report.resume_id, report.network, report.alias, *leased, at]
+    params += [report.network, report.alias, report.resume_id, report.network, report.alias, at]
     if report.status == SessionStatus.WORKING and report.activity["task"]:
         # No delivered or acked task it names to start (task_start_for_alias's match).
         sql += (
             f" AND NOT EXISTS (SELECT 1 FROM {tasks} s WHERE s.network_id = %s AND s.to_name = %s"
-            f" AND s.status IN ({', '.join(['%s'] * len(startable))}) AND (s.task_id = %s OR s.content = %s))"
+            f" AND s.status IN ({placeholders(len(startable))}) AND (s.task_id = %s OR s.content = %s))"
         )
         params += [report.network, report.alias, *startable, report.activity["task"], report.activity["task"]]
     sql += (

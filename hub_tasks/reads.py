@@ -103,7 +103,8 @@ def stored_time(value: Any) -> datetime | None:
     return value
 
 
-def _listed(count: int) -> str:
+def placeholders(count: int) -> str:
+    """`count` parameters in a SQL list: "%s, %s, ..." (both databases, both drivers)."""
     return ", ".join(["%s"] * count)
 
 
@@ -126,7 +127,7 @@ def _inbox_statement(networks: Sequence[str], alias: str, limit: int) -> tuple[s
     sql = (
         f"SELECT {_INBOX_COLUMNS} FROM hub_tasks_inboxmessage m "
         "LEFT JOIN hub_tasks_task t ON t.task_id = m.task_id "
-        f"WHERE m.acked_at IS NULL AND m.network_id IN ({_listed(len(networks))}) AND m.to_alias = %s "
+        f"WHERE m.acked_at IS NULL AND m.network_id IN ({placeholders(len(networks))}) AND m.to_alias = %s "
         f"ORDER BY {_ORDER} LIMIT %s"
     )
     return sql, [*networks, alias, limit]
@@ -136,8 +137,7 @@ def _renewal(networks: Sequence[str], alias: str, now: datetime) -> tuple[str, l
     """hub_tasks.lifecycle.leases_renew as SQL: every lease the alias holds and still runs, from now."""
     sql = (
         "UPDATE hub_tasks_task SET lease_expires_at = %s + lease "
-        f"WHERE network_id IN ({_listed(len(networks))}) AND to_name = %s "
-        f"AND status IN ({_LEASED}) AND lease_expires_at > %s RETURNING 1"
+        f"WHERE network_id IN ({placeholders(len(networks))}) AND to_name = %s AND {lease_running()} RETURNING 1"
     )
     return sql, [now, *networks, alias, now]
 
@@ -147,6 +147,13 @@ def _renewal(networks: Sequence[str], alias: str, now: datetime) -> tuple[str, l
 # sees its condition, and a parameter hides it: with them as parameters, PostgreSQL's generic plan
 # walked every task of the network (0.7-1.5 ms at 3,000 tasks, against 0.01 ms).
 _LEASED = ", ".join(f"'{status}'" for status in sorted(status.value for status in LEASED))
+
+
+def lease_running(table: str = "") -> str:
+    """SQL: a task (of `table`, an alias such as "t", or the statement's only one) whose lease still
+    runs at the one parameter it takes, now (hub_tasks.lifecycle.leases_renew's `held`)."""
+    column = f"{table}." if table else ""
+    return f"{column}status IN ({_LEASED}) AND {column}lease_expires_at > %s"
 
 
 def _inbox_row(row: tuple[Any, ...]) -> Row:
@@ -246,7 +253,7 @@ def _task_sql(vendor: str, networks: int) -> str:
         + listed("hub_tasks_taskattempt", _ATTEMPT, "task_id = t.task_id", "number")
         + ", "
         + listed("hub_tasks_question", _QUESTION, "task_id = t.task_id", "asked_at, id", json_columns=["options"])
-        + f" FROM hub_tasks_task t WHERE t.network_id IN ({_listed(networks)}) AND t.task_id = %s"
+        + f" FROM hub_tasks_task t WHERE t.network_id IN ({placeholders(networks)}) AND t.task_id = %s"
     )
 
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from hub_core.metrics import deliveries_observed
 from hub_tasks.models import DeliveredVia, InboxMessage
-from hub_tasks.reads import CursorDriver, Driver, Statement, run_now, stored_time
+from hub_tasks.reads import CursorDriver, Driver, Statement, placeholders, run_now, stored_time
 
 # Tasks before their inbox rows, the lock order of every write (a cancel locks its task, then
 # withdraws its inbox row): the other order deadlocks against it. An unread task's first_read_at is
@@ -46,10 +46,6 @@ _UNMARKED = {
 _MATCH = "network_id IN ({networks}) AND (id, to_alias) IN (VALUES {pairs}) AND delivered_to_agent_at IS NULL"
 
 
-def _listed(count: int) -> str:
-    return ", ".join(["%s"] * count)
-
-
 async def _mark(
     db: Driver,
     network_ids: Collection[str],
@@ -69,9 +65,9 @@ async def _mark(
     networks = list(network_ids)
     statements: list[Statement] = []
     if task_ids:
-        first_read = _FIRST_READ.format(networks=_listed(len(networks)), tasks=_listed(len(task_ids)))
+        first_read = _FIRST_READ.format(networks=placeholders(len(networks)), tasks=placeholders(len(task_ids)))
         statements.append((first_read, [now, *networks, *task_ids]))
-    match = _MATCH.format(networks=_listed(len(networks)), pairs=", ".join(["(%s, %s)"] * len(owners)))
+    match = _MATCH.format(networks=placeholders(len(networks)), pairs=", ".join(["(%s, %s)"] * len(owners)))
     delivered = _DELIVERED.format(unmarked=_UNMARKED[db.vendor].format(match=match))
     pairs = [value for pair in owners.items() for value in pair]
     statements.append((delivered, [now, via.value, *networks, *pairs]))
