@@ -133,13 +133,14 @@ def _inbox_statement(networks: Sequence[str], alias: str, limit: int) -> tuple[s
     return sql, [*networks, alias, limit]
 
 
-def _renewal(networks: Sequence[str], alias: str, now: datetime) -> tuple[str, list[Any]]:
-    """hub_tasks.lifecycle.leases_renew as SQL: every lease the alias holds and still runs, from now."""
-    sql = (
+def lease_renewal(networks: str) -> str:
+    """hub_tasks.lifecycle.leases_renew as SQL: every lease the alias holds in `networks` (SQL: a
+    list of placeholders, or a subquery) and still runs, from now. Its parameters: now, those of
+    `networks`, the alias, now."""
+    return (
         "UPDATE hub_tasks_task SET lease_expires_at = %s + lease "
-        f"WHERE network_id IN ({placeholders(len(networks))}) AND to_name = %s AND {lease_running()} RETURNING 1"
+        f"WHERE network_id IN ({networks}) AND to_name = %s AND {lease_running()} RETURNING 1"
     )
-    return sql, [now, *networks, alias, now]
 
 
 # The leased statuses written into the statement, not passed: a prepared statement's generic plan
@@ -184,8 +185,8 @@ async def inbox_read(
         return []
     sql, params = _inbox_statement(networks, alias, limit)
     if renew and db.vendor in FOLDS_RENEWAL:
-        renewal, renewal_params = _renewal(renew, alias, now)
-        sql, params = f"WITH renewed AS ({renewal}) {sql}", [*renewal_params, *params]
+        renewal = lease_renewal(placeholders(len(renew)))
+        sql, params = f"WITH renewed AS ({renewal}) {sql}", [now, *renew, alias, now, *params]
     return [_inbox_row(row) for row in await db.rows(sql, params)]
 
 

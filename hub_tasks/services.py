@@ -28,6 +28,7 @@ from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
 from hub_tasks import limits
+from hub_tasks.acks import message_ack_once, untasked_acked
 from hub_tasks.budgets import budget_exhausted, budget_holding, budgets_marked_reached
 from hub_tasks.caps import caps_admit, caps_take, network_caps_query
 from hub_tasks.errors import task_not_found, task_terminal
@@ -65,6 +66,7 @@ from hub_tasks.models import (
     TaskDependency,
     TaskStatus,
 )
+from hub_tasks.reads import FOLDS_RENEWAL, CursorDriver, run_now
 from hub_tasks.results import (
     CompletionRecorded,
     Delivery,
@@ -581,16 +583,17 @@ def inbox_ack(*, actor: Actor, alias: str, message_id: str, response: str | None
         )
     actor.check_write(message.network_id)
     now = timezone.now()
-    task = _lock_task(actor, message.task_id, now) if message.task_id else None
-    via = _ack_once(message.pk, now)
+    if message.task_id is None:  # no task to lock: the one write, the leases renewed with it where it folds them
+        networks = [message.network_id]
+        if not run_now(untasked_acked(CursorDriver(), networks=networks, alias=alias, message_id=message.pk, now=now)):
+            raise _already_acked(message.pk, None)
+        if connection.vendor not in FOLDS_RENEWAL:
+            leases_renew(network_ids=networks, alias=alias, now=now)
+        return
+    task = _lock_task(actor, message.task_id, now)
+    via = run_now(message_ack_once(CursorDriver(), message_id=message.pk, now=now))
     if via is None:
-        why = f"its task is {task.status}" if task is not None and task.status in TERMINAL else "it was acknowledged"
-        raise HubError(
-            "message_already_acked",
-            f"Message {message_id} is no longer pending: {why}. get_inbox lists what is still waiting.",
-            error="message not found or not yours",
-            status=409,
-        )
+        raise _already_acked(message.pk, task)
     if message.type == InboxMessage.Type.TASK and message.delivered_to_agent_at is None and via == DeliveredVia.ACK:
         # Unread when we looked, and this ack its delivery receipt: only this ack could have written
         # "ack_inbox" (of two acks one wins the compare-and-swap).
@@ -600,24 +603,14 @@ def inbox_ack(*, actor: Actor, alias: str, message_id: str, response: str | None
     leases_renew(network_ids=[message.network_id], alias=alias, now=now)
 
 
-# Compare-and-swap: of two concurrent acks exactly one flips acked_at. An agent acking a message has
-# it, however it learned the id: a message no read marked delivered is marked so now. RETURNING says
-# which this ack was: "ack_inbox" only if this one wrote it (a read's receipt is never overwritten).
-_ACK_ONCE = """
-UPDATE hub_tasks_inboxmessage SET acked_at = %s, delivered_to_agent_at = COALESCE(delivered_to_agent_at, %s),
-    delivered_via = COALESCE(delivered_via, %s)
-WHERE id = %s AND acked_at IS NULL
-RETURNING delivered_via
-"""
-
-
-def _ack_once(message_id: str, now: datetime) -> str | None:
-    """Ack the message if nothing did yet: how it was delivered, after this ack (None: it was acked)."""
-    stamp = connection.ops.adapt_datetimefield_value(now)
-    with connection.cursor() as cursor:
-        cursor.execute(_ACK_ONCE, [stamp, stamp, DeliveredVia.ACK.value, message_id])
-        row = cursor.fetchone()
-    return None if row is None else row[0]
+def _already_acked(message_id: str, task: Task | None) -> HubError:
+    why = f"its task is {task.status}" if task is not None and task.status in TERMINAL else "it was acknowledged"
+    return HubError(
+        "message_already_acked",
+        f"Message {message_id} is no longer pending: {why}. get_inbox lists what is still waiting.",
+        error="message not found or not yours",
+        status=409,
+    )
 
 
 def _first_read_and(task: Task, now: datetime, move: Move, *, actor: Actor, detail: str) -> None:

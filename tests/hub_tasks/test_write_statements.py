@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from hub_agents.models import AgentSession
 from hub_core.errors import HubError
-from tests.helpers.calls import ack_inbox, get_task, report_completion, send_reply, send_task
+from tests.helpers.calls import ack_inbox, get_task, report_completion, send_message, send_reply, send_task
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +119,21 @@ def test_report_completion_without_usage_asks_for_no_attempt(agent, online):
     assert answer["task_id"] == task_id and "warning" not in answer
     assert not [q for q in captured.captured_queries if q["sql"].startswith('SELECT "hub_tasks_taskattempt"')]
     assert get_task(actor=agent, task_id=task_id)["task"]["status"] == "replied"
+
+
+def test_ack_inbox_of_a_plain_message_is_its_read_and_one_write(agent, online):
+    online("coder", status="idle")
+    message_id = send_message(actor=agent, alias="coder", message="hello")["message_id"]
+
+    with CaptureQueriesContext(connection) as captured:
+        answer = ack_inbox(actor=agent, alias="coder", message_id=message_id)
+
+    assert answer == {"ok": True}
+    # The call's own statements (not the reads of per-process caches that lapse on a clock): the
+    # message, then hub_tasks.acks' one write, which renews the alias's leases on PostgreSQL; on
+    # SQLite the renewal's read follows. Nothing is published: no seal.
+    ran = [q["sql"] for q in captured.captured_queries if "hub_tasks_" in q["sql"]]
+    assert len(ran) == (2 if connection.vendor == "postgresql" else 3), ran
+    with pytest.raises(HubError) as again:
+        ack_inbox(actor=agent, alias="coder", message_id=message_id)
+    assert again.value.code == "message_already_acked"
