@@ -1,10 +1,11 @@
-"""The fast lane: an agent's get_inbox and get_task over POST /mcp on PostgreSQL, on the event loop.
+"""The fast lane: an agent's get_inbox, get_task and ack_inbox over POST /mcp on PostgreSQL, on the
+event loop.
 
 Ahead of commhub.lean (which it falls back to), for the common valid call only: one JSON-RPC request
-(no batch) calling get_inbox without a wait or get_task of a task the caller may see, in an
-accepted protocol version (a modern one's envelope and headers checked by the endpoint's own
-check), with a bearer token. Everything that decides the answer is the ordinary path's own code,
-run here without a thread or Django's request machinery:
+(no batch) calling get_inbox without a wait, get_task of a task the caller may see, or ack_inbox
+without an idempotency_key, in an accepted protocol version (a modern one's envelope and headers
+checked by the endpoint's own check), with a bearer token. Everything that decides the answer is the
+ordinary path's own code, run here without Django's request machinery (and, for the reads, a thread):
 
 - the host and origin checks, SecurityMiddleware's redirect and headers, X-Frame-Options and the
   CSP (commhub.lean's, through the middlewares' own methods, remembered by the inputs they read:
@@ -22,7 +23,12 @@ run here without a thread or Django's request machinery:
   statement the ordinary path runs through Django's cursor), then the receipts of messages read for
   the first time (hub_tasks.inbox.inbox_received_on: one transaction, sent as one pipeline);
 - get_task: deadlines settled as above, then one prepared statement for the task and its lists
-  (hub_tasks.reads.task_read, which task_with_history runs through Django's cursor).
+  (hub_tasks.reads.task_read, which task_with_history runs through Django's cursor);
+- ack_inbox, a write: its checks once, on the pool (Tool.prepared, where the write limit counts
+  it), then one statement that acks a message with no task behind it and renews the alias's leases
+  (hub_tasks.acks.untasked_acked, which inbox_ack runs too); anything it does not match (a task's
+  message, a refusal) is inbox_ack's, on the pool. Once counted, a write never falls back: a refusal
+  is answered here as Tool.call answers it, and a failure of the lane's pool is inbox_ack's to answer.
 
 Anything else (another method or tool, a wait, a refusal of any kind, a fault) goes to commhub.lean
 with the body already read, so every refusal, error shape and status is the ordinary path's;
@@ -76,15 +82,17 @@ from hub_mcp.protocol import (
     RpcError,
     response,
 )
+from hub_tasks.acks import untasked_acked
 from hub_tasks.deadlines import networks_known_clear
 from hub_tasks.inbox import inbox_received_on
 from hub_tasks.reads import Statement, inbox_read, task_read
 from hub_tasks.results import TaskHistory
 from hub_tasks.settled import tasks_settled
+from hub_tools.replays import KEY
 
 logger = logging.getLogger(__name__)
 
-TOOLS = frozenset({"get_inbox", "get_task"})
+TOOLS = frozenset({"get_inbox", "get_task", "ack_inbox"})
 
 # How many calls this process answered in the lane (the rest fell back): for the tests and profiles.
 answered = 0
@@ -178,8 +186,7 @@ async def _answer(scope: Scope, body: bytes, send: Send) -> None:
     if not isinstance(arguments, dict):
         raise _Fallback
     with tracing.tool(tool.name):
-        answer = await (_inbox if tool.name == "get_inbox" else _task)(tool, actor, arguments)
-    outcome = {"ok": True, **tool.render(answer)}
+        outcome = await _LANES[tool.name](tool, actor, arguments)
     reply = response(message.id, stamped(tool_payload(outcome, exchange), exchange))
     content = views.json_bytes(reply)
     await send({"type": "http.response.start", "status": 200, "headers": [*headers, _length(content)]})
@@ -238,17 +245,17 @@ async def _settled(actor: Actor) -> datetime:
     return timezone.now()
 
 
-async def _task(tool: Any, actor: Actor, arguments: dict[str, Any]) -> TaskHistory:
+async def _task(tool: Any, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
     """get_task (settled(task_with_history)), the statement on the lane's pool."""
     actor, parsed = await _prepared(tool, actor, arguments)
     await _settled(actor)
     found = await task_read(await _driver(), networks=actor.readable_networks(), task_id=parsed["task_id"])
     if found is None:
         raise _Fallback  # the ordinary path's refusal (task_not_found)
-    return TaskHistory(**found)
+    return tool.outcome(TaskHistory(**found))
 
 
-async def _inbox(tool: Any, actor: Actor, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+async def _inbox(tool: Any, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
     """hub_tasks.inbox.inbox_fetch's steps, the statement on the lane's pool."""
     actor, parsed = await _prepared(tool, actor, arguments)
     if parsed["wait_seconds"]:
@@ -263,7 +270,34 @@ async def _inbox(tool: Any, actor: Actor, arguments: dict[str, Any]) -> list[dic
     rows = await inbox_read(
         await _driver(), networks=networks, alias=alias, limit=parsed["limit"], renew=writable, now=now
     )
-    return await inbox_received_on(await _driver(), actor=actor, alias=alias, rows=rows)
+    return tool.outcome(await inbox_received_on(await _driver(), actor=actor, alias=alias, rows=rows))
+
+
+async def _ack(tool: Any, actor: Actor, arguments: dict[str, Any]) -> dict[str, Any]:
+    """ack_inbox as Tool.call answers it: its checks made once, on the pool (Tool.prepared: the write
+    limit counts it there); then hub_tasks.acks' one statement for a message with no task behind
+    it, on the lane's pool; whatever that does not match (a task's message, a refusal), inbox_ack on
+    the pool. From admission on it never falls back: the ordinary path would count the write again."""
+    if arguments.get(KEY) is not None or tool.gateable:
+        raise _Fallback  # a replayable call (hub_tools.replays' record first), or one a rule may hold
+    try:
+        actor, parsed = await in_pool(lambda: tool.prepared(actor, arguments))
+        writable = [network for network in actor.readable_networks() if actor.can_write(network)]
+        try:
+            alias, message_id = parsed["alias"], parsed["message_id"]
+            db = await _driver()
+            acked = await untasked_acked(db, networks=writable, alias=alias, message_id=message_id, now=timezone.now())
+        except Exception:  # the lane's pool failed (had it written, inbox_ack says the message is acked)
+            logger.exception("the fast lane's ack failed; inbox_ack answers")
+            acked = False
+        if not acked:
+            await in_pool(lambda: tool.service(actor=actor, **parsed))
+        return tool.outcome(None)
+    except HubError as refusal:
+        return refusal.as_result()
+
+
+_LANES = {"get_inbox": _inbox, "get_task": _task, "ack_inbox": _ack}
 
 
 # --- the pool ------------------------------------------------------------------------------------

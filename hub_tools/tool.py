@@ -104,7 +104,7 @@ class Tool:
     def prepared(self, actor: Actor, arguments: dict[str, Any], *, approved: bool = False) -> tuple[Actor, Parsed]:
         """What the service runs as and with, every check before it made: the actor (narrowed to the
         networks where it may be the alias it names) and the parsed arguments; HubError for a refusal.
-        The fast lane (commhub.hot) checks a read's call here too, before it runs its statement."""
+        The fast lane (commhub.hot) checks a call here too, once, before it runs its statement."""
         unknown = sorted(set(arguments) - set(self.params))
         if unknown:
             raise invalid_argument(
@@ -169,7 +169,10 @@ class Tool:
         )
 
     def _run(self, actor: Actor, arguments: dict[str, Any], *, approved: bool) -> dict[str, Any]:
-        answer = self.execute(actor, arguments, approved=approved)
+        return self.outcome(self.execute(actor, arguments, approved=approved))
+
+    def outcome(self, answer: Any) -> dict[str, Any]:
+        """The contract's result object of the service's answer (or of a held call)."""
         if isinstance(answer, Held):
             return {"ok": True, **R.held(answer)}
         return {"ok": True, **self.render(answer)}

@@ -1,7 +1,8 @@
-"""The fast lane (commhub.hot: get_inbox over POST /mcp on PostgreSQL, on the event loop) answers
-byte for byte as the ordinary path (commhub.lean, the endpoint, hub_tools) for the same request and
-state, in both protocol eras; everything it does not serve falls back to that path; and it keeps
-the ordinary path's guarantees (leases renewed, receipts written, a revoked token refused)."""
+"""The fast lane (commhub.hot: get_inbox, get_task and ack_inbox over POST /mcp on PostgreSQL, on
+the event loop) answers byte for byte as the ordinary path (commhub.lean, the endpoint, hub_tools)
+for the same request and state, in both protocol eras; everything it does not serve falls back to
+that path; and it keeps the ordinary path's guarantees (leases renewed, receipts written, a revoked
+token refused, a write counted once)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from commhub.logs import with_request_context
 from commhub.metrics import requests_counted
 from hub_agents.models import ApiToken
 from hub_agents.services import token_create, token_revoke
+from hub_core import ratelimit
 from hub_core.body import whole_bodies
 from hub_tasks.models import InboxMessage, Task, TaskStatus
 from hub_tools.tools import invoke
@@ -317,3 +319,116 @@ def test_get_task_of_a_task_out_of_reach_is_the_ordinary_refusal(world, tasks, v
     assert served == 0
     assert fast == slow
     assert json.loads(fast[2])["result"]["structuredContent"]["ok"] is False
+
+
+# --- ack_inbox: a write ----------------------------------------------------------------------------
+
+
+def _message(world, make_actor, alias: str = "coder") -> str:
+    """A plain message (no task behind it) for `alias`; its id."""
+    owner = make_actor(world["network"], "owner")
+    return invoke("send_message", owner, {"alias": alias, "message": "m"}).message_id
+
+
+def _ack(message_id: str, token: str, **more: Any) -> tuple[dict[str, Any], bytes]:
+    return call({"alias": "coder", "message_id": message_id, **more}, token=token, name="ack_inbox")
+
+
+@pytest.mark.parametrize("version", [None, "2024-11-05", "2025-11-25", MODERN])
+def test_an_ack_of_a_plain_message_is_one_statement_answered_as_the_ordinary_path(world, make_actor, version):
+    first, second = _message(world, make_actor), _message(world, make_actor)
+
+    (fast,), served = through(_ack(first, world["agent"], response="thanks"))
+    (slow,), _ = through(_ack(second, world["agent"], response="thanks"), lane=False)
+
+    assert served == 1
+    assert fast == slow and json.loads(fast[2])["result"]["isError"] is False
+    for message_id in (first, second):
+        message = InboxMessage.objects.get(pk=message_id)
+        assert message.acked_at is not None and message.delivered_via == "ack_inbox"
+
+
+def test_an_ack_keeps_the_receipt_of_the_read_that_delivered_it(world):
+    read = InboxMessage.objects.get(to_alias="coder", type="message")  # the world's read delivered it
+
+    _, served = through(_ack(read.id, world["agent"]))
+
+    acked = InboxMessage.objects.get(pk=read.id)
+    assert served == 1 and acked.acked_at is not None
+    assert (acked.delivered_via, acked.delivered_to_agent_at) == ("get_inbox", read.delivered_to_agent_at)
+
+
+def test_an_ack_of_a_task_message_is_inbox_acks(world, make_actor):
+    """The lane checks the call once and leaves the task's move to inbox_ack."""
+    owner = make_actor(world["network"], "owner")
+    ids = [invoke("send_task", owner, {"alias": "coder", "task": f"t{n}"}).task_id for n in range(2)]
+
+    (fast,), served = through(_ack(ids[0], world["agent"]))
+    (slow,), _ = through(_ack(ids[1], world["agent"]), lane=False)
+
+    assert served == 1 and fast == slow
+    assert [Task.objects.get(pk=task_id).status for task_id in ids] == [TaskStatus.ACKED, TaskStatus.ACKED]
+
+
+def test_an_ack_renews_the_aliass_running_leases(world, make_actor):
+    task = Task.objects.get(content="first")
+    soon = timezone.now() + timedelta(seconds=2)
+    Task.objects.filter(pk=task.pk).update(status=TaskStatus.RUNNING, lease=timedelta(minutes=5), lease_expires_at=soon)
+
+    _, served = through(_ack(_message(world, make_actor), world["agent"]))
+
+    assert served == 1
+    assert Task.objects.get(pk=task.pk).lease_expires_at > soon + timedelta(minutes=4)
+
+
+ACK_REFUSED = [
+    ("no such message", lambda w, m: {"message_id": "no-such-message"}, "agent"),
+    ("another alias's message", lambda w, m: {"message_id": m(alias="tester"), "alias": "tester"}, "bound"),
+    ("a viewer", lambda w, m: {"message_id": m()}, "viewer"),
+    ("no message_id", lambda w, m: {}, "agent"),
+    ("an unknown argument", lambda w, m: {"message_id": m(), "nope": 1}, "agent"),
+]
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", MODERN])
+@pytest.mark.parametrize(("case", "build", "who"), ACK_REFUSED, ids=[case for case, *_ in ACK_REFUSED])
+def test_an_ack_refused_is_answered_as_the_ordinary_path(world, make_actor, version, case, build, who):
+    arguments = {"alias": "coder", **build(world, lambda alias="coder": _message(world, make_actor, alias))}
+    request = call(arguments, token=world[who], version=version, name="ack_inbox")
+
+    (fast,), _ = through(request)
+    (slow,), _ = through(request, lane=False)
+
+    assert fast == slow, case
+    assert json.loads(fast[2])["result"]["isError"] is True, case
+
+
+def test_a_second_ack_is_refused_as_the_ordinary_path_refuses_it(world, make_actor):
+    message_id = _message(world, make_actor)
+    through(_ack(message_id, world["agent"]))
+
+    (fast,), served = through(_ack(message_id, world["agent"]))
+    (slow,), _ = through(_ack(message_id, world["agent"]), lane=False)
+
+    assert served == 1 and fast == slow
+    assert json.loads(fast[2])["result"]["structuredContent"]["code"] == "message_already_acked"
+
+
+def test_an_ack_with_an_idempotency_key_is_the_ordinary_paths(world, make_actor):
+    (answer,), served = through(_ack(_message(world, make_actor), world["agent"], idempotency_key="k-1"))
+
+    assert served == 0 and json.loads(answer[2])["result"]["isError"] is False
+
+
+def test_an_ack_counts_once_against_the_write_limit(world, make_actor, settings):
+    """Admitted in the lane, answered by inbox_ack (a task's message): the write is counted once."""
+    owner = make_actor(world["network"], "owner")
+    ids = [invoke("send_task", owner, {"alias": "coder", "task": f"t{n}"}).task_id for n in range(3)]
+    settings.COMMHUB_WRITE_RATE_LIMIT = "2/minute"
+    settings.COMMHUB_RATE_LIMIT_PREFIX = f"hot-{ids[0]}"
+    ratelimit.reset()
+
+    answers, _ = through(*(_ack(task_id, world["agent"]) for task_id in ids))
+
+    codes = [json.loads(answer[2])["result"]["structuredContent"].get("code") for answer in answers]
+    assert codes == [None, None, "rate_limited"]
