@@ -291,9 +291,13 @@ def _rows_sql(model: Any, scope: str | None) -> str:
 _SCOPE = "the network"  # compiled in as a parameter, given at each execution
 
 
-# A statement that writes; a token's last use is recorded on every authenticated call (and is no write
-# of the call's own).
-WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+# A statement that writes, itself or in a common table expression (PostgreSQL's one-statement writes:
+# WITH acked AS (UPDATE ...) SELECT ...); a token's last use is recorded on every authenticated call
+# (and is no write of the call's own).
+WRITE = re.compile(
+    r'^\s*(INSERT|UPDATE|DELETE|REPLACE)\b|^\s*WITH\b.*?\b(INSERT\s+INTO|UPDATE\s+"?\w+"?\s+SET|DELETE\s+FROM)\b',
+    re.IGNORECASE | re.DOTALL,
+)
 TOKEN_USE = re.compile(r'^\s*UPDATE\s+"hub_agents_apitoken"\s+SET\s+"last_used_at"', re.IGNORECASE)
 
 
