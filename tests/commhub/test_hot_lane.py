@@ -334,7 +334,7 @@ def _ack(message_id: str, token: str, **more: Any) -> tuple[dict[str, Any], byte
     return call({"alias": "coder", "message_id": message_id, **more}, token=token, name="ack_inbox")
 
 
-@pytest.mark.parametrize("version", [None, "2024-11-05", "2025-11-25", MODERN])
+@pytest.mark.parametrize("version", [None, MODERN])
 def test_an_ack_of_a_plain_message_is_one_statement_answered_as_the_ordinary_path(world, make_actor, version):
     first, second = _message(world, make_actor), _message(world, make_actor)
 
@@ -390,11 +390,10 @@ ACK_REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("version", ["2025-11-25", MODERN])
 @pytest.mark.parametrize(("case", "build", "who"), ACK_REFUSED, ids=[case for case, *_ in ACK_REFUSED])
-def test_an_ack_refused_is_answered_as_the_ordinary_path(world, make_actor, version, case, build, who):
+def test_an_ack_refused_is_answered_as_the_ordinary_path(world, make_actor, case, build, who):
     arguments = {"alias": "coder", **build(world, lambda alias="coder": _message(world, make_actor, alias))}
-    request = call(arguments, token=world[who], version=version, name="ack_inbox")
+    request = call(arguments, token=world[who], version=MODERN, name="ack_inbox")
 
     (fast,), _ = through(request)
     (slow,), _ = through(request, lane=False)
