@@ -266,9 +266,13 @@ async def _inbox(tool: Any, actor: Actor, arguments: dict[str, Any]) -> dict[str
         raise _Fallback from None
     now = await _settled(actor)
     alias = parsed["alias"]
-    writable = [network for network in networks if actor.can_write(network)]
     rows = await inbox_read(
-        await _driver(), networks=networks, alias=alias, limit=parsed["limit"], renew=writable, now=now
+        await _driver(),
+        networks=networks,
+        alias=alias,
+        limit=parsed["limit"],
+        renew=actor.writable_networks(parsed["network_id"]),
+        now=now,
     )
     return tool.outcome(await inbox_received_on(await _driver(), actor=actor, alias=alias, rows=rows))
 
@@ -282,7 +286,7 @@ async def _ack(tool: Any, actor: Actor, arguments: dict[str, Any]) -> dict[str, 
         raise _Fallback  # a replayable call (hub_tools.replays' record first), or one a rule may hold
     try:
         actor, parsed = await in_pool(lambda: tool.prepared(actor, arguments))
-        writable = [network for network in actor.readable_networks() if actor.can_write(network)]
+        writable = actor.writable_networks()
         try:
             alias, message_id = parsed["alias"], parsed["message_id"]
             db = await _driver()

@@ -49,6 +49,10 @@ class Actor:
         self._check_member(network_id)
         return [network_id]
 
+    def writable_networks(self, network_id: str | None = None) -> list[str]:
+        """The readable networks (readable_networks) where the actor may also write."""
+        return [network for network in self.readable_networks(network_id) if self.can_write(network)]
+
     def writable_network(self, network_id: str | None = None) -> str:
         """The network a write goes to, chosen from `network_id` where the actor has several."""
         if self.network_bound:

@@ -35,7 +35,7 @@ def inbox_fetch(
     first, then oldest first; inbox_pending), and mark those read for the first time delivered.
     On PostgreSQL the renewal and the read are one statement (hub_tasks.reads.inbox_read)."""
     tasks_settled(actor=actor)
-    writable = [network for network in actor.readable_networks(network_id) if actor.can_write(network)]
+    writable = actor.writable_networks(network_id)
     if connection.vendor not in FOLDS_RENEWAL:
         leases_renew(network_ids=writable, alias=alias)
     rows = inbox_pending(

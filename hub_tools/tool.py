@@ -135,7 +135,7 @@ class Tool:
         if not self.read_only:
             if named is not None:
                 actor.check_write(named)  # a viewer's write is refused as every write of a viewer is
-            networks = [network_id for network_id in networks if actor.can_write(network_id)]
+            networks = actor.writable_networks(named)
         for name, caller in self.callers.items():
             if caller.speaks is Speaks.SENDER:
                 parsed[name] = identity.sender(actor, networks, parsed[name])
