@@ -26,7 +26,7 @@ from hub_core.events import publish, sealed_atomic
 from hub_fleet.results import Heartbeat
 from hub_tasks.lifecycle import leases_renew, task_start_for_alias, tasks_expire_due
 from hub_tasks.models import TRANSITIONS, InboxMessage, Move, Task
-from hub_tasks.reads import lease_running, placeholders
+from hub_tasks.reads import lease_running, placeholders, stamp
 
 # A repeat within this long of the session's last report is no news; one after it publishes the
 # session again, so what pages show of when it was last seen ("Seen 2 min ago") is never older than
@@ -142,8 +142,7 @@ def _heartbeat_repeated(report: _Report) -> int | None:
     another transaction changed first is not mistaken for a repeat."""
     if report.identity["node_id"] is not None or report.identity["skills"] is not None:
         return None  # a node to upsert; skills stored as JSON (compared the same on no two databases)
-    ops = connection.ops
-    at = ops.adapt_datetimefield_value(report.now)
+    at = stamp(report.now)
     sessions, tasks, inbox = AgentSession._meta.db_table, Task._meta.db_table, InboxMessage._meta.db_table
     said = {"alias": report.alias, "status": report.status, **report.activity}
     said |= {field: value for field, value in report.identity.items() if value is not None}
@@ -161,7 +160,7 @@ def _heartbeat_repeated(report: _Report) -> int | None:
     params: list[Any] = [at, report.token_id, report.network, report.resume_id]
     params += [value for value in said.values() if value is not None]
     # Reported within SEEN_REFRESH, and not read offline meanwhile.
-    params += [ops.adapt_datetimefield_value(max(report.now - SEEN_REFRESH, offline_cutoff(report.now)))]
+    params += [stamp(max(report.now - SEEN_REFRESH, offline_cutoff(report.now)))]
     params += [report.network, report.alias, report.resume_id, report.network, report.alias, at]
     if report.status == SessionStatus.WORKING and report.activity["task"]:
         # No delivered or acked task it names to start (task_start_for_alias's match).

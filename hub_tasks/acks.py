@@ -19,10 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db import connection
-
 from hub_tasks.models import DeliveredVia
-from hub_tasks.reads import FOLDS_RENEWAL, Driver, lease_renewal, placeholders
+from hub_tasks.reads import FOLDS_RENEWAL, Driver, lease_renewal, placeholders, stamp
 
 _ACK = (
     "UPDATE hub_tasks_inboxmessage SET acked_at = %s, delivered_to_agent_at = COALESCE(delivered_to_agent_at, %s), "
@@ -32,8 +30,7 @@ _UNTASKED = "network_id IN ({networks}) AND id = %s AND to_alias = %s AND task_i
 
 
 def _stamped(now: datetime) -> list[object]:
-    stamp = connection.ops.adapt_datetimefield_value(now)  # no query: the vendor's form of a time
-    return [stamp, stamp, DeliveredVia.ACK.value]
+    return [stamp(now), stamp(now), DeliveredVia.ACK.value]
 
 
 async def message_ack_once(db: Driver, *, message_id: str, now: datetime) -> str | None:
@@ -53,5 +50,5 @@ async def untasked_acked(db: Driver, *, networks: Sequence[str], alias: str, mes
     params = [*_stamped(now), *networks, message_id, alias]
     if db.vendor in FOLDS_RENEWAL:
         ack = f"WITH acked AS ({ack}), renewed AS ({lease_renewal('SELECT network_id FROM acked')}) SELECT 1 FROM acked"
-        params += [now, alias, now]
+        params += [stamp(now), alias, stamp(now)]
     return bool(await db.rows(ack, params))  # one statement: its own transaction, or the caller's part

@@ -103,6 +103,12 @@ def stored_time(value: Any) -> datetime | None:
     return value
 
 
+def stamp(moment: datetime) -> Any:
+    """A time as a statement's parameter, in the form Django stores it (SQLite: naive UTC text;
+    PostgreSQL: the aware datetime). No query: the vendor's adapter only."""
+    return connection.ops.adapt_datetimefield_value(moment)
+
+
 def placeholders(count: int) -> str:
     """`count` parameters in a SQL list: "%s, %s, ..." (both databases, both drivers)."""
     return ", ".join(["%s"] * count)
@@ -186,7 +192,7 @@ async def inbox_read(
     sql, params = _inbox_statement(networks, alias, limit)
     if renew and db.vendor in FOLDS_RENEWAL:
         renewal = lease_renewal(placeholders(len(renew)))
-        sql, params = f"WITH renewed AS ({renewal}) {sql}", [now, *renew, alias, now, *params]
+        sql, params = f"WITH renewed AS ({renewal}) {sql}", [stamp(now), *renew, alias, stamp(now), *params]
     return [_inbox_row(row) for row in await db.rows(sql, params)]
 
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from hub_core.metrics import deliveries_observed
 from hub_tasks.models import DeliveredVia, InboxMessage
-from hub_tasks.reads import CursorDriver, Driver, Statement, placeholders, run_now, stored_time
+from hub_tasks.reads import CursorDriver, Driver, Statement, placeholders, run_now, stamp, stored_time
 
 # Tasks before their inbox rows, the lock order of every write (a cancel locks its task, then
 # withdraws its inbox row): the other order deadlocks against it. An unread task's first_read_at is
@@ -66,11 +66,11 @@ async def _mark(
     statements: list[Statement] = []
     if task_ids:
         first_read = _FIRST_READ.format(networks=placeholders(len(networks)), tasks=placeholders(len(task_ids)))
-        statements.append((first_read, [now, *networks, *task_ids]))
+        statements.append((first_read, [stamp(now), *networks, *task_ids]))
     match = _MATCH.format(networks=placeholders(len(networks)), pairs=", ".join(["(%s, %s)"] * len(owners)))
     delivered = _DELIVERED.format(unmarked=_UNMARKED[db.vendor].format(match=match))
     pairs = [value for pair in owners.items() for value in pair]
-    statements.append((delivered, [now, via.value, *networks, *pairs]))
+    statements.append((delivered, [stamp(now), via.value, *networks, *pairs]))
     marked = await db.written(statements)
     dispatched = [stored_time(at) for kind, at in marked if kind == InboxMessage.Type.TASK]
     db.after_commit(lambda: deliveries_observed(dispatched, via=via, now=now))
