@@ -402,6 +402,8 @@ def _dependencies_lock(network: str, task_ids: list[str], now: datetime) -> list
     """The tasks named in depends_on, locked in primary-key order and settled (a lapsed deadline
     counts), so none ends unseen between this read and the new task's commit: its end then finds the
     new task's TaskDependency row."""
+    if not task_ids:
+        return []  # most sends: no query to compile
     locked = Task.objects.select_for_update().filter(network_id=network, pk__in=task_ids).order_by("pk")
     found = {task.pk: task for task in locked}
     for task_id in task_ids:
