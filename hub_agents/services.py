@@ -386,10 +386,10 @@ def session_touch(*, network_id: str, alias: str) -> None:
     AgentSession.objects.filter(network_id=network_id, alias=alias).update(last_seen_at=timezone.now())
 
 
-@sealed_atomic
-def session_set_idle(*, network_id: str, alias: str, now: datetime) -> None:
-    """The alias finished its work (report_completion): idle, no task, progress 0."""
-    for session in AgentSession.objects.select_for_update().filter(network_id=network_id, alias=alias):
+def session_set_idle(sessions: list[AgentSession], *, now: datetime) -> None:
+    """The alias finished its work (report_completion): its sessions, as session_lock locked them
+    in the caller's sealed transaction, idle, no task, progress 0."""
+    for session in sessions:
         session.status, session.task, session.progress, session.last_seen_at = SessionStatus.IDLE, None, 0, now
         session.save(update_fields=["status", "task", "progress", "last_seen_at"])
         publish(session_updated_event(session))

@@ -754,7 +754,7 @@ def completion_report(
     task_ref = task
     network = actor.writable_network(network_id)
 
-    session_lock(network_id=network, alias=alias)  # sessions before tasks, as report_status locks them
+    sessions = session_lock(network_id=network, alias=alias)  # sessions before tasks, as report_status locks them
     now = timezone.now()  # after the lock: a completion that waited is not stamped before what it waited on
     # Settle deadlines first, so a match by content never picks a task that is already overdue.
     tasks_expire_due(network_ids=[network], now=now)
@@ -794,7 +794,7 @@ def completion_report(
         )
     usage_record(ran, network_id=network, usage=usage, duration_seconds=seconds, now=now)
     leases_renew(network_ids=[network], alias=alias, now=now)
-    session_set_idle(network_id=network, alias=alias, now=now)
+    session_set_idle(sessions, now=now)
     return CompletionRecorded(completion.id, matched and matched.task_id, warning)
 
 
