@@ -66,14 +66,18 @@ def holds(budget: Budget, now: datetime) -> bool:
     return budget.reached_for is not None and budget.reached_for == period_start(budget.period, now)
 
 
+def scope_aliases(task: Task) -> tuple[str, ...]:
+    """The aliases of the budgets that count for a task: the network's ("") and its agent's. An open
+    task is nobody's yet: only the network's count for it (its claimer's at the claim)."""
+    return ("",) if task.to_name == POOL else ("", task.to_name)
+
+
 def _scope(task: Task) -> Q:
-    # An open task is nobody's yet: only the network's budgets count for it (its claimer's at the claim).
-    return Q(alias="") if task.to_name == POOL else Q(alias="") | Q(alias=task.to_name)
+    return Q(alias__in=scope_aliases(task))
 
 
 def budgets_marked_reached(task: Task) -> QuerySet[Budget]:
-    """The budgets of the task's scope marked reached for some period (holds() says if for this one),
-    unread (send_task asks whether there are any in its one read up front)."""
+    """The budgets of the task's scope marked reached for some period (holds() says if for this one)."""
     return Budget.objects.filter(_scope(task), network_id=task.network_id, reached_for__isnull=False)
 
 

@@ -18,21 +18,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 
 from hub_agents.models import AgentSession, Node
 from hub_tasks.budgets import budget_holding
 from hub_tasks.models import Cap, CapScope, CapSlot, Task, TaskStatus, priority_rank
 
 
-def network_caps_query(network_id: str) -> QuerySet[Cap]:
-    """The network's caps, unread (send_task asks whether there are any in its one read up front)."""
-    return Cap.objects.filter(network_id=network_id)
-
-
 def network_caps(network_id: str) -> list[Cap]:
     """The network's caps (mostly none: one indexed read)."""
-    return list(network_caps_query(network_id).order_by("pk"))
+    return list(Cap.objects.filter(network_id=network_id).order_by("pk"))
 
 
 def runtime_of(network_id: str, alias: str) -> str | None:
