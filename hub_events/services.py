@@ -3,6 +3,7 @@ it for what a write published outside hub_core.events.sealed_atomic), prune old 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import timedelta
 from functools import partial
@@ -14,25 +15,33 @@ from django.utils import timezone
 
 from hub_core import tracing
 from hub_core.events import Recorded
+from hub_core.sql import stamp
 from hub_events.models import OPERATORS, Event, EventCounter
 
 SEAL_BATCH = 1000
 
 
 def events_record(*, network_id: str, type: str, payload: dict[str, Any], aliases: Iterable[str]) -> Recorded:
-    """One row per audience, the operators' copy first; returns the audiences and the rows' ids."""
+    """One row per audience, the operators' copy first; returns the audiences and the rows' ids.
+    One INSERT ... RETURNING for both databases (bulk_create's compiling was half its cost)."""
     to = list(dict.fromkeys(alias for alias in aliases if alias))
     audiences = [OPERATORS, *to]
-    now = timezone.now()
+    now = stamp(timezone.now())
+    shared = [json.dumps(to), type, json.dumps(payload), now]  # as JSONField stores them
     # With traces on, the event carries the context of its publication: its deliveries join it.
     with tracing.publishing(type, network_id, len(to)) as trace:
-        rows = Event.objects.bulk_create(
-            Event(
-                network_id=network_id, audience=audience, to=to, type=type, payload=payload, created_at=now, trace=trace
-            )
-            for audience in audiences
-        )
-    return Recorded(audiences, [row.id for row in rows])
+        params = [value for audience in audiences for value in (network_id, audience, *shared, trace)]
+        with connection.cursor() as cursor:
+            cursor.execute(_RECORD.format(rows=", ".join([_ROW] * len(audiences))), params)
+            ids = [row[0] for row in cursor.fetchall()]
+    return Recorded(audiences, sorted(ids))
+
+
+_RECORD = (
+    'INSERT INTO hub_events_event (network_id, seq, audience, "to", type, payload, created_at, trace)'
+    " VALUES {rows} RETURNING id"
+)
+_ROW = "(%s, NULL, %s, %s, %s, %s, %s, %s)"
 
 
 # One statement: the transaction's rows that still exist (a rolled-back savepoint's are gone, and

@@ -23,10 +23,11 @@ from hub_agents.selectors import offline_cutoff
 from hub_agents.services import session_lock, session_updated_event
 from hub_core.errors import HubError
 from hub_core.events import publish, sealed_atomic
+from hub_core.sql import placeholders, stamp
 from hub_fleet.results import Heartbeat
 from hub_tasks.lifecycle import leases_renew, task_start_for_alias, tasks_expire_due
 from hub_tasks.models import TRANSITIONS, InboxMessage, Move, Task
-from hub_tasks.reads import lease_running, placeholders, stamp
+from hub_tasks.reads import lease_running
 
 # A repeat within this long of the session's last report is no news; one after it publishes the
 # session again, so what pages show of when it was last seen ("Seen 2 min ago") is never older than

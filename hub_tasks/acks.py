@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from hub_core.sql import placeholders, stamp
 from hub_tasks.models import DeliveredVia
-from hub_tasks.reads import FOLDS_RENEWAL, Driver, lease_renewal, placeholders, stamp
+from hub_tasks.reads import FOLDS_RENEWAL, Driver, lease_renewal
 
 _ACK = (
     "UPDATE hub_tasks_inboxmessage SET acked_at = %s, delivered_to_agent_at = COALESCE(delivered_to_agent_at, %s), "

@@ -28,6 +28,7 @@ from django.db.models import DateTimeField, DurationField, JSONField
 from django.utils.dateparse import parse_datetime
 
 from hub_core.formats import timestamp
+from hub_core.sql import placeholders, stamp
 from hub_tasks.models import (
     LEASED,
     TASK_COLUMNS,
@@ -101,17 +102,6 @@ def stored_time(value: Any) -> datetime | None:
     if value is not None and value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value
-
-
-def stamp(moment: datetime) -> Any:
-    """A time as a statement's parameter, in the form Django stores it (SQLite: naive UTC text;
-    PostgreSQL: the aware datetime). No query: the vendor's adapter only."""
-    return connection.ops.adapt_datetimefield_value(moment)
-
-
-def placeholders(count: int) -> str:
-    """`count` parameters in a SQL list: "%s, %s, ..." (both databases, both drivers)."""
-    return ", ".join(["%s"] * count)
 
 
 # --- get_inbox -----------------------------------------------------------------------------------

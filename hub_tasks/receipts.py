@@ -20,8 +20,9 @@ from datetime import datetime
 from django.utils import timezone
 
 from hub_core.metrics import deliveries_observed
+from hub_core.sql import placeholders, stamp
 from hub_tasks.models import DeliveredVia, InboxMessage
-from hub_tasks.reads import CursorDriver, Driver, Statement, placeholders, run_now, stamp, stored_time
+from hub_tasks.reads import CursorDriver, Driver, Statement, run_now, stored_time
 
 # Tasks before their inbox rows, the lock order of every write (a cancel locks its task, then
 # withdraws its inbox row): the other order deadlocks against it. An unread task's first_read_at is

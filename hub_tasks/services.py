@@ -27,6 +27,7 @@ from hub_core import validate
 from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
+from hub_core.sql import placeholders, stamp
 from hub_tasks import limits
 from hub_tasks.acks import message_ack_once, untasked_acked
 from hub_tasks.budgets import budget_exhausted, budget_holding, scope_aliases
@@ -67,7 +68,7 @@ from hub_tasks.models import (
     TaskDependency,
     TaskStatus,
 )
-from hub_tasks.reads import FOLDS_RENEWAL, CursorDriver, placeholders, run_now, stamp
+from hub_tasks.reads import FOLDS_RENEWAL, CursorDriver, run_now
 from hub_tasks.results import (
     CompletionRecorded,
     Delivery,
