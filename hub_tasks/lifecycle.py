@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, F, Max, Q, Value
 from django.utils import timezone
 
@@ -628,7 +629,7 @@ def task_deliver_again(task: Task, *, now: datetime, message_id: str | None = No
 
 
 def leases_renew(*, network_ids: Iterable[str], alias: str, now: datetime | None = None) -> int:
-    """Any call by an agent renews every lease it holds: one UPDATE, and only a read when it holds none.
+    """Any call by an agent renews every lease it holds: one UPDATE (a read first where that is cheaper).
 
     Only leases still running: one that lapsed is settled (by the caller, first), not revived.
     A later lease_expires_at never fires the deadline triggers (migration 0004).
@@ -637,9 +638,10 @@ def leases_renew(*, network_ids: Iterable[str], alias: str, now: datetime | None
     held = Task.objects.filter(
         network_id__in=list(network_ids), to_name=alias, status__in=LEASED, lease_expires_at__gt=now
     )
-    # Read first: most agents hold no lease, and on SQLite even an UPDATE that matches nothing takes
-    # the database's write lock (get_inbox, a read, would queue behind every writer).
-    if not held.exists():
+    # On SQLite, read first: most agents hold no lease, and there even an UPDATE that matches nothing
+    # takes the database's write lock (get_inbox, a read, would queue behind every writer). On
+    # PostgreSQL an UPDATE that matches nothing costs what the read would.
+    if connection.vendor == "sqlite" and not held.exists():
         return 0
     return held.update(lease_expires_at=ExpressionWrapper(Value(now) + F("lease"), output_field=DateTimeField()))
 
