@@ -2,17 +2,19 @@
 
 Services call `publish()` inside their transaction. The event is written to the event log in that
 transaction (through the port below: hub_events plugs its recorder and sealers in at start-up, so
-this core module imports no app). A write opened with `sealed_atomic` seals its rows (gives them
-their feed positions, in commit order) as the last statements before its COMMIT, so a write commits
-once; rows published outside such a block (the admin, a management command) are sealed after
-commit instead. After commit the doorbells of their audiences ring (SSE streams, dashboard
-websockets, long-polls, on any process). A rolled-back write pushes nothing.
+this core module imports no app). A write opened with `sealed_atomic` writes and seals its rows
+(gives them their feed positions, in commit order) as the last statement before its COMMIT, so a
+write commits once; rows published outside such a block (the admin, a management command) are
+written at once and sealed after commit instead. After commit the doorbells of their audiences
+ring (SSE streams, dashboard websockets, long-polls, on any process). A rolled-back write pushes
+nothing.
 
 What is delivered is read from the log, so a delivery only needs to know which rows are still to
 seal and which feeds to ring. A transaction collects both in one outbox however many events it
 publishes (a broadcast to 500), registered once with `transaction.on_commit`. Only public Django API
 is used: a registration that a rollback (of the transaction or of the savepoint it was made in)
-drops is noticed through a weak reference, and the next publish starts a new outbox.
+drops is noticed through a weak reference, and the next publish starts a new outbox; an event a
+sealed block published in a savepoint that rolled back is left out of the seal the same way.
 
 """
 
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from enum import StrEnum
 from types import UnionType
 from typing import (
@@ -42,8 +45,10 @@ from typing import (
 from weakref import WeakKeyDictionary
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
+from hub_core import tracing
 from hub_core.doorbell import feed_group, ring
 
 logger = logging.getLogger(__name__)
@@ -251,10 +256,21 @@ class Sealer(Protocol):
         ...
 
 
+class Unrecorded(NamedTuple):
+    """An event a sealed block published, written by its seal (InlineSealer), not by `publish`."""
+
+    type: str
+    payload: dict[str, Any]
+    aliases: tuple[str, ...]
+    created_at: datetime
+    trace: str  # the W3C traceparent of its publication ("" untraced)
+
+
 class InlineSealer(Protocol):
-    def __call__(self, *, network_id: str, event_ids: list[int]) -> object:
+    def __call__(self, *, network_id: str, event_ids: list[int], unrecorded: list[Unrecorded]) -> object:
         """Give these rows of the running transaction their feed positions now, from the network's
-        counter, whose row lock it holds to commit. Ids of rows a savepoint rolled back are skipped."""
+        counter, whose row lock it holds to commit, and write the `unrecorded` events' rows with the
+        positions after theirs. Ids of rows a savepoint rolled back are skipped."""
         ...
 
 
@@ -284,23 +300,62 @@ class _Outbox:
 
     def __init__(self) -> None:
         self.unsealed: dict[str, list[int]] = {}
+        # Published in a sealed block, written by its seal: (network, event, its guard). The guard is
+        # a weak reference to an on_commit callback registered under the same savepoints as the
+        # event was published (the outbox's own registration, or one made for those savepoints),
+        # which Django drops exactly when one of them rolls back, and the event with it.
+        self.unrecorded: list[tuple[str, Unrecorded, Callable[[], object]]] = []
+        self.guards: dict[tuple[str, ...], Callable[[], object]] = {}
         self.groups: dict[str, None] = {}
         self.delivered = False
         self.registration: Callable[[], object] = lambda: None  # a weak reference, once registered
 
     def add(self, network_id: str, recorded: Recorded) -> None:
         self.unsealed.setdefault(network_id, []).extend(recorded.ids)
-        for audience in recorded.audiences:
+        self._ring(network_id, recorded.audiences)
+
+    def defer(self, event: HubEvent) -> None:
+        """The event for the seal to write (one round trip fewer a publication)."""
+        recipients = {alias for alias in event.audience if alias}
+        with tracing.publishing(event.type, event.network_id, len(recipients)) as trace:
+            unrecorded = Unrecorded(event.type, event.payload, event.audience, timezone.now(), trace)
+        self.unrecorded.append((event.network_id, unrecorded, self._guard()))
+        self._ring(event.network_id, ["", *(alias for alias in event.audience if alias)])  # as recorded
+
+    def _guard(self) -> Callable[[], object]:
+        savepoints = _savepoints()
+        guard = self.guards.get(savepoints)
+        if guard is None:
+
+            def published_here() -> None:
+                pass
+
+            transaction.on_commit(published_here)
+            guard = self.guards[savepoints] = weakref.ref(published_here)
+        return guard
+
+    def _ring(self, network_id: str, audiences: Iterable[str]) -> None:
+        for audience in audiences:
             self.groups[feed_group(network_id, audience)] = None
 
     def seal_now(self) -> None:
-        """Seal the rows published so far, in the running transaction, network by network."""
+        """Seal the rows published so far, in the running transaction, network by network, writing
+        those the block published (but not those a rolled-back savepoint published)."""
         seal_now = _installed().seal_now
+        unrecorded: dict[str, list[Unrecorded]] = {}
+        for network_id, event, guard in self.unrecorded:
+            if guard() is not None:
+                unrecorded.setdefault(network_id, []).append(event)
         # One lock order for every writer (counter rows by network id): two writers that publish in
         # the same networks queue on the first of them instead of deadlocking.
-        for network_id in sorted(self.unsealed):
-            seal_now(network_id=network_id, event_ids=self.unsealed[network_id])
+        for network_id in sorted({*self.unsealed, *unrecorded}):
+            seal_now(
+                network_id=network_id,
+                event_ids=self.unsealed.get(network_id, []),
+                unrecorded=unrecorded.get(network_id, []),
+            )
         self.unsealed.clear()  # nothing left for after commit (a rollback takes the positions too)
+        self.unrecorded.clear()
 
     @property
     def collecting(self) -> bool:
@@ -316,7 +371,7 @@ class _Outbox:
         def deliver_after_commit() -> None:
             self.deliver()
 
-        self.registration = weakref.ref(deliver_after_commit)
+        self.registration = self.guards[_savepoints()] = weakref.ref(deliver_after_commit)
         # Outside a transaction this runs at once; inside, after commit.
         transaction.on_commit(deliver_after_commit, robust=True)
 
@@ -336,30 +391,40 @@ class _Outbox:
             ring(self.groups)
 
 
+def _savepoints() -> tuple[str, ...]:
+    return tuple(transaction.get_connection().savepoint_ids)
+
+
 # The outbox collecting on a connection (Django's connections are per thread).
 _outboxes: WeakKeyDictionary[Any, _Outbox] = WeakKeyDictionary()
 
 
 def publish(event: HubEvent) -> None:
-    """Record the event in the log now, in the caller's transaction; deliver it after commit.
+    """Record the event in the log, in the caller's transaction; deliver it after commit.
 
-    A rolled-back transaction takes its event rows with it and delivers nothing. However many
-    events a transaction publishes (a broadcast to 500), it is delivered once: one outbox, one
-    on_commit callback.
+    In a sealed_atomic block its rows are written by the block's seal, in the same statement that
+    gives them their positions; elsewhere now. A rolled-back transaction (or savepoint) takes its
+    event with it and delivers nothing. However many events a transaction publishes (a broadcast to
+    500), it is delivered once: one outbox, one on_commit callback.
     """
+    connection = transaction.get_connection()
+    outbox = _outboxes.get(connection)
+    fresh = outbox is None or not outbox.collecting
+    if fresh:
+        # No outbox yet, or the last one was delivered, or its registration was rolled back (so were
+        # the events it held): a fresh outbox, registered once.
+        outbox = _outboxes[connection] = _Outbox()
+    if _sealed_depth.get(connection, 0):
+        if fresh:
+            outbox.register()  # first: its registration guards what is published beside it
+        outbox.defer(event)
+        return
     recorded = _installed().record(
         network_id=event.network_id, type=event.type, payload=event.payload, aliases=event.audience
     )
-    connection = transaction.get_connection()
-    outbox = _outboxes.get(connection)
-    if outbox is not None and outbox.collecting:
-        outbox.add(event.network_id, recorded)
-        return
-    # No outbox yet, or the last one was delivered, or its registration was rolled back (so were
-    # the events it held): a fresh outbox, registered once.
-    outbox = _outboxes[connection] = _Outbox()
     outbox.add(event.network_id, recorded)
-    outbox.register()
+    if fresh:
+        outbox.register()  # last: outside a transaction it delivers at once
 
 
 def outbox_close() -> None:

@@ -67,8 +67,9 @@ def _span(name: str, attributes: Mapping[str, Any] | None) -> Iterator[None]:
 
 
 def publishing(event_type: str, network_id: str, recipients: int) -> AbstractContextManager[str]:
-    """The span "publish <type>" (kind PRODUCER) around writing an event; the block gets the span's
-    W3C `traceparent`, to store with the event ("" when off)."""
+    """The span "publish <type>" (kind PRODUCER) around publishing an event (its rows are written
+    there, or by its sealed block's seal); the block gets the span's W3C `traceparent`, to store
+    with the event ("" when off)."""
     if _tracer is None:
         return _no_trace
     attributes = {"commhub.event.type": event_type, "commhub.network_id": network_id, "commhub.recipients": recipients}
