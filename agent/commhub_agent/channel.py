@@ -169,6 +169,9 @@ class Channel:
         self._tools: list[types.Tool] | None = None
         # What the session last said about itself; heartbeats repeat it rather than overwrite it.
         self.status: dict[str, Any] = {"status": "idle"}
+        # One report_status at a time: a heartbeat sent with what was said before a report, and
+        # answered after it, would undo it (the session idle again, its progress gone).
+        self.reporting = anyio.Lock()
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -214,7 +217,13 @@ class Channel:
             for key, value in self.identity().items():
                 arguments.setdefault(key, value)
         try:
-            result = await self.hub.call_raw(params.name, arguments)
+            if params.name == "report_status":
+                async with self.reporting:
+                    result = await self.hub.call_raw(params.name, arguments)
+                    if not result.get("isError"):
+                        self.status = {k: arguments[k] for k in ("status", "task", "progress") if k in arguments}
+            else:
+                result = await self.hub.call_raw(params.name, arguments)
         except (HubUnavailable, HubRefused) as exc:
             refusal = {
                 "ok": False,
@@ -224,8 +233,6 @@ class Channel:
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps(refusal))], structured_content=refusal, is_error=True
             )
-        if params.name == "report_status" and not result.get("isError"):
-            self.status = {k: arguments[k] for k in ("status", "task", "progress") if k in arguments}
         return types.CallToolResult.model_validate(result, by_alias=True)
 
     # --- the feed
@@ -259,7 +266,8 @@ class Channel:
     async def heartbeats(self) -> None:
         while True:
             try:
-                await self.hub.call("report_status", **{**self.identity(), **self.status})
+                async with self.reporting:
+                    await self.hub.call("report_status", **{**self.identity(), **self.status})
             except (HubUnavailable, HubRefused) as exc:
                 log(f"heartbeat failed: {exc}")
             await anyio.sleep(self.heartbeat)
