@@ -316,11 +316,11 @@ class _Outbox:
 
     def defer(self, event: HubEvent) -> None:
         """The event for the seal to write (one round trip fewer a publication)."""
-        recipients = {alias for alias in event.audience if alias}
-        with tracing.publishing(event.type, event.network_id, len(recipients)) as trace:
+        recipients = [alias for alias in event.audience if alias]
+        with tracing.publishing(event.type, event.network_id, len(set(recipients))) as trace:
             unrecorded = Unrecorded(event.type, event.payload, event.audience, timezone.now(), trace)
         self.unrecorded.append((event.network_id, unrecorded, self._guard()))
-        self._ring(event.network_id, ["", *(alias for alias in event.audience if alias)])  # as recorded
+        self._ring(event.network_id, ["", *recipients])  # as recorded
 
     def _guard(self) -> Callable[[], object]:
         savepoints = _savepoints()
