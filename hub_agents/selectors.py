@@ -63,12 +63,15 @@ def network_landing(*, user: AbstractBaseUser) -> str | None:
     return busiest.first() or memberships.order_by("network__name").values_list("network_id", flat=True).first()
 
 
-# session_status_of as one subquery, for a statement a write makes anyway (send_task's read ahead).
-# Its parameters: the offline cutoff (a stamped time), the network id, the alias.
-STATUS_OF_SQL = (
-    f"SELECT CASE WHEN last_seen_at < %s THEN '{SessionStatus.OFFLINE.value}' ELSE status END"
-    f" FROM {AgentSession._meta.db_table} WHERE network_id = %s AND alias = %s ORDER BY last_seen_at DESC LIMIT 1"
-)
+def status_of_sql(network: str = "%s") -> str:
+    """session_status_of as one subquery, for a statement a write makes anyway (send_task's read
+    ahead, send_reply's lock). Its parameters: the offline cutoff (a stamped time), the network id
+    unless `network` names the outer statement's column, the alias."""
+    return (
+        f"SELECT CASE WHEN last_seen_at < %s THEN '{SessionStatus.OFFLINE.value}' ELSE status END"
+        f" FROM {AgentSession._meta.db_table} WHERE network_id = {network} AND alias = %s"
+        " ORDER BY last_seen_at DESC LIMIT 1"
+    )
 
 
 def with_effective_status(sessions: QuerySet[AgentSession], now: datetime) -> QuerySet[AgentSession]:

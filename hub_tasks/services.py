@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from hub_agents import identity
@@ -21,7 +21,7 @@ from hub_agents.actor_cache import network_default_lease
 from hub_agents.actors import Actor
 from hub_agents.audit import audit_record
 from hub_agents.models import AgentSession, AuditEntry, SessionStatus
-from hub_agents.selectors import STATUS_OF_SQL, offline_cutoff, session_status_of, with_effective_status
+from hub_agents.selectors import offline_cutoff, session_status_of, status_of_sql, with_effective_status
 from hub_agents.services import session_lock, session_set_idle
 from hub_core import validate
 from hub_core.errors import HubError
@@ -84,10 +84,9 @@ def _delivery(message_id: str, network_id: str, alias: str, now: datetime) -> De
     return _delivery_as(message_id, network_id, alias, session_status_of(network_id=network_id, alias=alias, now=now))
 
 
-def _status_query(network_id: str | OuterRef, alias: str, now: datetime) -> Subquery:
-    """session_status_of as a subquery, for a statement the write makes anyway."""
-    sessions = AgentSession.objects.filter(network_id=network_id, alias=alias).order_by("-last_seen_at")
-    return Subquery(with_effective_status(sessions, now).values("effective_status")[:1])
+def _status_query(alias: str, now: datetime) -> RawSQL:
+    """session_status_of of the alias in the task's network, as a subquery of the task's read."""
+    return RawSQL(f"({status_of_sql(f'{Task._meta.db_table}.network_id')})", [stamp(offline_cutoff(now)), alias])
 
 
 def _delivery_as(message_id: str, network_id: str, alias: str, status: str | None) -> Delivery:
@@ -110,7 +109,7 @@ def _lock_task(actor: Actor, task_id: str, now: datetime, *, status_of: str | No
     as _delivery reads it: send_reply's answer)."""
     tasks = Task.objects.select_for_update().filter(network_id__in=actor.readable_networks(), pk=task_id)
     if status_of is not None:
-        tasks = tasks.annotate(receiver_status=_status_query(OuterRef("network_id"), status_of, now))
+        tasks = tasks.annotate(receiver_status=_status_query(status_of, now))
     task = tasks.first()
     if task is not None:
         task_settle(task, now=now)
@@ -346,7 +345,7 @@ def _send_facts(task: Task, now: datetime) -> _SendFacts:
         f"SELECT EXISTS (SELECT 1 FROM {Cap._meta.db_table} WHERE network_id = %s),"
         f" EXISTS (SELECT 1 FROM {Budget._meta.db_table} WHERE network_id = %s"
         f" AND alias IN ({placeholders(len(scope))}) AND reached_for IS NOT NULL),"
-        f" ({STATUS_OF_SQL})"
+        f" ({status_of_sql()})"
     )
     network, alias = task.network_id, task.to_name
     with connection.cursor() as cursor:
