@@ -275,7 +275,8 @@ class Channel:
     async def offline(self) -> None:
         with anyio.move_on_after(5, shield=True):
             try:
-                await self.hub.call("report_status", **{**self.identity(), "status": "offline"})
+                async with self.reporting:  # after a heartbeat still in flight, never before it
+                    await self.hub.call("report_status", **{**self.identity(), "status": "offline"})
             except (HubUnavailable, HubRefused) as exc:
                 log(f"could not report offline: {exc}")
 
