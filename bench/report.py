@@ -10,6 +10,7 @@ WRITES = {"send_task", "ack_inbox", "report_status", "report_completion", "agent
 INSERT, SELECT, ECHO = "Django view: INSERT+SELECT", "Django view: SELECT", "raw ASGI echo"
 # ../shared/perf/limit_app.py: get_inbox as one prepared SELECT on a raw ASGI app (issue 29's yardstick).
 LIMIT = "limit app: get_inbox"
+BESIDE = "limit app req/s beside it"  # a paired read's fact: the reference app's rate in its alternated rounds
 EMBEDDED = "embedded "  # the group prefix of rows measured on the embedded default (SQLite, daphne)
 COMPARED = ("mcp", "rest", "wsgi")
 
@@ -34,7 +35,7 @@ def table(rows: list[Row], *, memory: tuple[list[float], list[float]] | None) ->
         versus_view = _ratio(row.rate, reference_rate(rows, row, reference_of(row))) if kind in COMPARED else ""
         throughput = kind in ("reference", *COMPARED)
         reads = kind in COMPARED and reference_of(row) == SELECT
-        versus_limit = _ratio(row.rate, reference_rate(rows, row, LIMIT)) if reads else ""
+        versus_limit = _ratio(row.rate, row.facts.get(BESIDE) or reference_rate(rows, row, LIMIT)) if reads else ""
         versus_echo = _ratio(row.rate, reference_rate(rows, row, ECHO)) if throughput else ""
         rate = f"{row.rate:,.0f}" if throughput or kind == "memory" else ""
         lines.append(

@@ -8,13 +8,15 @@ against the reference views of the same server in the same run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from bench import calls
 from bench.load import Call, Row, measure
-from bench.report import ECHO, INSERT, LIMIT, SELECT
+from bench.report import BESIDE, ECHO, INSERT, LIMIT, SELECT
 from bench.seed import PENDING, Seeds
 
 CLIENTS = (1, 16, 64)
+PAIRED = {("mcp", "get_inbox"), ("mcp", "get_task")}  # held to the reference app: measured beside it
 Cell = tuple[str, str, Call, str]  # group, name, call, note
 
 
@@ -35,11 +37,40 @@ async def run(
     rows = []
     headers = calls.bearer(seeds.operator_token)
     for count in clients:
-        for group, name, call, note in _cells(url, seeds, count, full=full, echo=echo, classic=classic, limit=limit):
-            row = await measure(prefix + group, name, call, clients=count, seconds=seconds, headers=headers)
+        cells = _cells(url, seeds, count, full=full, echo=echo, classic=classic, limit=limit)
+        reference = next((call for group, name, call, _ in cells if name == LIMIT), None)
+        for group, name, call, note in cells:
+            paired = reference is not None and (group, name) in PAIRED
+            way = partial(_paired, reference=reference) if paired else measure
+            row = await way(prefix + group, name, call, clients=count, seconds=seconds, headers=headers)
             row.note = note
             rows.append(row)
     return rows
+
+
+async def _paired(
+    group: str, name: str, call: Call, *, reference: Call, clients: int, seconds: float, headers: dict[str, str]
+) -> Row:
+    """A read measured in alternated rounds with the reference app (reference, read, read, reference:
+    a drift in the machine's speed over the four rounds weighs on both alike), each round half the
+    cell's time. The read's row holds both its rounds; its facts, the reference app's rate in the
+    other two (bench.targets takes the read's ratio from them)."""
+    half = seconds / 2
+    before = await measure("reference", LIMIT, reference, clients=clients, seconds=half, headers=headers)
+    reads = [await measure(group, name, call, clients=clients, seconds=half, headers=headers) for _ in range(2)]
+    after = await measure("reference", LIMIT, reference, clients=clients, seconds=half, headers=headers)
+    row = _joined(group, name, clients, reads)
+    row.facts[BESIDE] = _joined("reference", LIMIT, clients, [before, after]).rate
+    row.errors += before.errors + after.errors  # a failing reference makes no ratio
+    return row
+
+
+def _joined(group: str, name: str, clients: int, rounds: list[Row]) -> Row:
+    row = Row(group, name, clients, seconds=sum(r.seconds for r in rounds))
+    row.requests = sum(r.requests for r in rounds)
+    row.errors = sum(r.errors for r in rounds)
+    row.latencies = [latency for r in rounds for latency in r.latencies]
+    return row
 
 
 def _cells(
