@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import connection, transaction
 from django.db.models import DateTimeField, DurationField, JSONField
+from django.db.models.base import ModelState
 from django.utils.dateparse import parse_datetime
 
 from hub_core.formats import timestamp
@@ -254,26 +255,40 @@ def _task_sql(vendor: str, networks: int) -> str:
     )
 
 
-def _model_row(model: Any, names: Sequence[str], values: Sequence[Any], *, stored: bool = False) -> Any:
+def _model_row(model: Any, names: tuple[str, ...], values: Sequence[Any], *, stored: bool = False) -> Any:
     """An unsaved instance of `model` from read values, for its own as_row: times made aware, a
     duration from SQLite's microseconds, JSON text parsed where it was `stored` (a column; inside a
-    list the statement already made it JSON)."""
+    list the statement already made it JSON). Built as Model.__init__ builds it (each field's value
+    set on the instance, the fields not read given their defaults), without its per-call walk over
+    the fields: a get_task renders three or more of these."""
+    instance = model.__new__(model)
+    instance._state = ModelState()
+    attributes = instance.__dict__
+    converters, unread = _converters(model, names, stored)
+    for name, convert, value in zip(names, converters, values, strict=True):
+        attributes[name] = value if value is None else convert(value)
+    for field in unread:
+        attributes[field.attname] = field.get_default()
+    return instance
+
+
+@cache
+def _converters(model: Any, names: tuple[str, ...], stored: bool) -> tuple[list[Callable[[Any], Any]], list[Any]]:
+    """For each name read, how its value becomes the field's; and the model's fields not read."""
     fields = _fields(model)
-    converted = {}
-    for name, value in zip(names, values, strict=True):
-        field = fields[name]
-        if value is None:
-            pass
-        elif isinstance(field, DateTimeField):
-            value = stored_time(value)
-        elif isinstance(field, DurationField) and isinstance(value, int):
-            value = timedelta(microseconds=value)
-        elif isinstance(field, JSONField):
-            value = json.loads(value) if stored and isinstance(value, str) else value
-        else:
-            value = field.to_python(value)
-        converted[name] = value
-    return model(**converted)
+    return [_converter(fields[name], stored) for name in names], [
+        field for attname, field in fields.items() if attname not in names
+    ]
+
+
+def _converter(field: Any, stored: bool) -> Callable[[Any], Any]:
+    if isinstance(field, DateTimeField):
+        return stored_time
+    if isinstance(field, DurationField):
+        return lambda value: timedelta(microseconds=value) if isinstance(value, int) else field.to_python(value)
+    if isinstance(field, JSONField):
+        return lambda value: json.loads(value) if stored and isinstance(value, str) else value
+    return field.to_python
 
 
 def _listed_rows(value: Any) -> list[Any]:
