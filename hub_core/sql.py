@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection, models
+from django.db.models.signals import post_save
 
 
 def stamp(moment: datetime) -> Any:
@@ -17,3 +20,77 @@ def stamp(moment: datetime) -> Any:
 def placeholders(count: int) -> str:
     """`count` parameters in a SQL list: "%s, %s, ..." (both databases, both drivers)."""
     return ", ".join(["%s"] * count)
+
+
+def insert(instance: models.Model) -> None:
+    """`instance.save(force_insert=True)` for a new row, without the ORM compiling the statement
+    each call: the same INSERT (every column the model has, each value as its field prepares it
+    for the database; an auto primary key given by the database and read back), the instance left
+    as save() leaves it, and post_save sent as save() sends it (hub_search indexes through it).
+    For models with no parent model and no pre_save receiver (none is connected in the hub)."""
+    model = type(instance)
+    fields, auto = _insert_fields(model)
+    values = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(model, connection.vendor), values)
+        if auto is not None:
+            (key,) = cursor.fetchone()
+            setattr(instance, auto.attname, key)
+    instance._state.adding, instance._state.db = False, connection.alias
+    post_save.send(model, instance=instance, created=True, update_fields=None, raw=False, using=connection.alias)
+
+
+def update(instance: models.Model, fields: Sequence[str]) -> None:
+    """`instance.save(update_fields=fields)` without the ORM compiling the statement each call: the
+    same UPDATE of those columns of the instance's row (each value as its field prepares it), the
+    same refusal when no row was there, and post_save sent as save() sends it (hub_search re-indexes
+    through it). No fields, nothing done, as save() does. Same limits as `insert`."""
+    if not fields:
+        return
+    model, names = type(instance), tuple(fields)
+    columns, key = _update_fields(model, names)
+    values = [field.get_db_prep_save(field.pre_save(instance, False), connection) for field in columns]
+    values.append(key.get_db_prep_value(instance.pk, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(_update_sql(model, names, connection.vendor), values)
+        if cursor.rowcount == 0:
+            raise DatabaseError("Save with update_fields did not affect any rows.")
+    instance._state.adding, instance._state.db = False, connection.alias
+    post_save.send(
+        model, instance=instance, created=False, update_fields=frozenset(names), raw=False, using=connection.alias
+    )
+
+
+@cache
+def _update_fields(model: type[models.Model], names: tuple[str, ...]) -> tuple[list[models.Field], models.Field]:
+    meta = model._meta
+    if meta.parents:
+        raise TypeError(f"update() writes one table; {model.__name__} inherits from another model")
+    return [meta.get_field(name) for name in names], meta.pk
+
+
+@cache
+def _update_sql(model: type[models.Model], names: tuple[str, ...], vendor: str) -> str:
+    columns, key = _update_fields(model, names)
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in columns)
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(key.column)} = %s"
+
+
+@cache
+def _insert_fields(model: type[models.Model]) -> tuple[list[models.Field], models.Field | None]:
+    """The columns an insert writes, and the auto primary key it reads back (None: it has none)."""
+    meta = model._meta
+    if meta.parents:
+        raise TypeError(f"insert() writes one table; {model.__name__} inherits from another model")
+    auto = meta.auto_field
+    return [field for field in meta.concrete_fields if field is not auto], auto
+
+
+@cache
+def _insert_sql(model: type[models.Model], vendor: str) -> str:
+    fields, auto = _insert_fields(model)
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in fields)
+    returning = f" RETURNING {quote(auto.column)}" if auto is not None else ""
+    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders(len(fields))}){returning}"

@@ -29,6 +29,7 @@ from django.apps import apps as installed_apps
 from django.db.models.signals import post_save
 
 from hub_channels.models import PUBLIC_TYPES
+from hub_core.sql import insert
 from hub_search.models import SearchEntry
 from hub_search.query import terms
 
@@ -139,7 +140,7 @@ def entry_write(source: Source, row: Any, *, created: bool) -> None:
     fields, object_id = _fields(described), source.object_id(row)
     if not created and SearchEntry.objects.filter(kind=source.kind, object_id=object_id).update(**fields):
         return
-    SearchEntry.objects.create(kind=source.kind, object_id=object_id, **fields)
+    insert(SearchEntry(kind=source.kind, object_id=object_id, **fields))
 
 
 def _receiver(source: Source) -> Callable[..., None]:

@@ -33,6 +33,7 @@ from hub_agents.models import AgentSession
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.formats import timestamp
 from hub_core.metrics import DEAD_LETTERS, LEASE_LAPSES, RETRIES, count_on_commit
+from hub_core.sql import insert, update
 from hub_tasks import limits
 from hub_tasks.budgets import budget_holding, holds
 from hub_tasks.caps import caps_admit, caps_releasable, caps_take, slots_free
@@ -114,14 +115,13 @@ def task_transition(
     if to in TERMINAL or move in (Move.REASSIGN, Move.LEASE_LOST):
         # A finished or moved task must not be picked up again from an old inbox row.
         task.inbox_messages.filter(type=InboxMessage.Type.TASK, acked_at__isnull=True).update(acked_at=now)
-    task.save(update_fields=sorted(changed))
+    update(task, sorted(changed))
     counts_changed(task.network_id)
     if to in WAITING or task.lease_expires_at is not None:
         deadline_may_lower(task.network_id)
     _attempt_follow(task, move, to, by=by or actor, now=now, outcome=outcome)
-    event = TaskEvent.objects.create(
-        task=task, from_status=from_status, to_status=to, actor=actor, detail=detail, created_at=now
-    )
+    event = TaskEvent(task=task, from_status=from_status, to_status=to, actor=actor, detail=detail, created_at=now)
+    insert(event)
     if move in _RETRY_KINDS:
         count_on_commit(RETRIES, network=task.network_id, kind=_RETRY_KINDS[move])
     publish(
@@ -231,16 +231,18 @@ def task_record_creation(task: Task, *, actor: str, now: datetime, detail: str) 
     deadline_may_lower(task.network_id)
     if task.status == TaskStatus.DELIVERED:
         _attempt_open(task, now=now, first=True)
-    return TaskEvent.objects.create(
-        task=task, from_status="", to_status=task.status, actor=actor, detail=detail, created_at=now
-    )
+    event = TaskEvent(task=task, from_status="", to_status=task.status, actor=actor, detail=detail, created_at=now)
+    insert(event)
+    return event
 
 
 def _attempt_open(task: Task, *, now: datetime, first: bool = False) -> TaskAttempt:
     # The caller holds the task's row lock (or just created it: `first`, number 1 without asking),
     # so the next number is ours.
     last = 0 if first else task.attempts.aggregate(last=Max("number"))["last"] or 0
-    return TaskAttempt.objects.create(task=task, number=last + 1, alias=task.to_name, delivered_at=now)
+    attempt = TaskAttempt(task=task, number=last + 1, alias=task.to_name, delivered_at=now)
+    insert(attempt)
+    return attempt
 
 
 def _lease_and_hold_follow(task: Task, to: str, now: datetime) -> set[str]:
@@ -310,7 +312,7 @@ def inbox_deliver(
     )
     if message_id is not None:
         message.id = message_id
-    message.save(force_insert=True)
+    insert(message)
     if type in _ANNOUNCED_AS:
         publish(
             HubEvent(

@@ -27,7 +27,7 @@ from hub_core import validate
 from hub_core.errors import HubError
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
 from hub_core.metrics import deliveries_observe
-from hub_core.sql import placeholders, stamp
+from hub_core.sql import insert, placeholders, stamp
 from hub_tasks import limits
 from hub_tasks.acks import message_ack_once, untasked_acked
 from hub_tasks.budgets import budget_exhausted, budget_holding, scope_aliases
@@ -291,7 +291,7 @@ def task_send(
     if refused is not None:  # after the repeat's answer: a send that was taken stays taken
         raise budget_exhausted(refused, now=now)
     if request_id is None:
-        new.save(force_insert=True)  # no request id, no twin to race: no savepoint
+        insert(new)  # no request id, no twin to race: no savepoint
     else:
         try:
             with transaction.atomic():  # a savepoint: a concurrent twin with the same request id may win
@@ -761,7 +761,7 @@ def completion_report(
         # Matched by id, addressed to another agent: closing it is acting as that agent (a bound
         # token only for its own aliases; in an open network an unbound token, as the contract has it).
         identity.speak_as(actor, network, matched.to_name)
-    completion = Completion.objects.create(
+    completion = Completion(
         network_id=network,
         session_name=alias,
         task_text=task_ref,
@@ -772,6 +772,7 @@ def completion_report(
         task=matched,
         completed_at=now,
     )
+    insert(completion)
     warning = None
     seconds = None if duration_minutes is None else duration_minutes * 60
     usage = RunUsage(tokens_in, tokens_out, cost_usd, model)
