@@ -39,6 +39,7 @@ from hub_agents.selectors import offline_cutoff
 from hub_core import logcontext, validate
 from hub_core.errors import HubError, invalid_argument, permission_denied
 from hub_core.events import EventType, HubEvent, publish, sealed_atomic
+from hub_core.sql import update
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last-used write per token a minute
 
@@ -391,7 +392,7 @@ def session_set_idle(sessions: list[AgentSession], *, now: datetime) -> None:
     in the caller's sealed transaction, idle, no task, progress 0."""
     for session in sessions:
         session.status, session.task, session.progress, session.last_seen_at = SessionStatus.IDLE, None, 0, now
-        session.save(update_fields=["status", "task", "progress", "last_seen_at"])
+        update(session, ["status", "task", "progress", "last_seen_at"])
         publish(session_updated_event(session))
 
 

@@ -23,7 +23,7 @@ from hub_agents.selectors import offline_cutoff
 from hub_agents.services import session_lock, session_updated_event
 from hub_core.errors import HubError
 from hub_core.events import publish, sealed_atomic
-from hub_core.sql import placeholders, stamp
+from hub_core.sql import placeholders, stamp, update
 from hub_fleet.results import Heartbeat
 from hub_tasks.lifecycle import leases_renew, task_start_for_alias, tasks_expire_due
 from hub_tasks.models import TRANSITIONS, InboxMessage, Move, Task
@@ -209,13 +209,15 @@ def _report_written(report: _Report, *, actor_label: str, node_name: str | None)
     before, seen = _shown(session), session.last_seen_at
     was_silent = seen < offline_cutoff(now)
     session.alias, session.status, session.last_seen_at = alias, report.status, now
-    session.token_id = report.token_id  # who it acts through: written by the save below, no query of its own
+    session.token_id = report.token_id  # who it acts through: written by the update below, no query of its own
+    written = ["alias", "status", "last_seen_at", "token_id", *report.activity]
     for field, value in report.activity.items():
         setattr(session, field, value)
     for field, value in report.identity.items():
         if value is not None:
             setattr(session, field, value)
-    session.save()
+            written.append(field)
+    update(session, written)  # the row is locked: what the report leaves is as read
 
     if report.identity["node_id"] is not None:
         identity = report.identity
