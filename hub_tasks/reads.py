@@ -241,7 +241,6 @@ def _task_sql(vendor: str, networks: int) -> str:
     selected = ", ".join(f"t.{column}" for column in _task_columns())
     return (
         f"SELECT {selected}, "
-        "(SELECT count(*) FROM hub_tasks_taskattempt WHERE task_id = t.task_id), "
         + listed("hub_tasks_taskdependency", ["depends_on_id"], "task_id = t.task_id", "id")
         + ", "
         + listed("hub_tasks_taskdependency", ["task_id"], "depends_on_id = t.task_id", "id")
@@ -310,18 +309,19 @@ async def task_read(db: Driver, *, networks: Sequence[str], task_id: str) -> dic
     (row,) = found
     columns = _task_columns()
     task = _model_row(Task, columns, row[: len(columns)], stored=True)
-    count, depends_on, dependents, events, attempts, questions = row[len(columns) :]
+    depends_on, dependents, events, attempts, questions = row[len(columns) :]
+    attempts = _listed_rows(attempts)
     shown = task.as_row()
     if task.expires_at == UNTIL_RELEASED:
         shown["expires_at"] = None  # held: its deadline is set when it is released
     return {
         "task": {
             **shown,
-            "attempt_count": count,
+            "attempt_count": len(attempts),  # every attempt is listed
             "depends_on": [value for (value,) in _listed_rows(depends_on)],
             "dependents": [value for (value,) in _listed_rows(dependents)],
         },
         "events": [_model_row(TaskEvent, _EVENT, values).as_row() for values in _listed_rows(events)],
-        "attempts": [_model_row(TaskAttempt, _ATTEMPT, values).as_row() for values in _listed_rows(attempts)],
+        "attempts": [_model_row(TaskAttempt, _ATTEMPT, values).as_row() for values in attempts],
         "questions": [_model_row(Question, _QUESTION, values).as_row() for values in _listed_rows(questions)],
     }
