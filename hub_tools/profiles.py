@@ -14,7 +14,7 @@ profiles, say what a caller may do, so REST and the dashboard are not narrowed.
 from __future__ import annotations
 
 from hub_agents.models import ToolProfile
-from hub_tools.tools import CONTRACT_TOOLS, TOOLS
+from hub_tools.tools import BUILDS, CONTRACT_TOOLS, TOOLS
 
 _AGENT = (
     *CONTRACT_TOOLS,
@@ -35,11 +35,20 @@ _NAMED: dict[str, tuple[str, ...]] = {
 NAMES: tuple[str, ...] = tuple(ToolProfile.values)
 
 
+_FIXED: dict[str, frozenset[str]] = {name: frozenset(tools) for name, tools in _NAMED.items()}
+_every: dict[int, frozenset[str]] = {}  # `all`, by the build of the specs it was read from
+
+
 def tool_names(profile: str) -> frozenset[str]:
-    """The tools of a profile (KeyError for a name that is none); `all`: every tool, as built now."""
-    if profile == ToolProfile.ALL:
-        return frozenset(tool.name for tool in TOOLS)
-    return frozenset(_NAMED[profile])
+    """The tools of a profile (KeyError for a name that is none); `all`: every tool, as built now
+    (read again after a rebuild). Asked on every tools/call: nothing is built per call."""
+    if profile != ToolProfile.ALL:
+        return _FIXED[profile]
+    names = _every.get(BUILDS[0])
+    if names is None:
+        _every.clear()
+        names = _every[BUILDS[0]] = frozenset(tool.name for tool in TOOLS)
+    return names
 
 
 def narrowed(held: str, asked: str | None) -> str:
