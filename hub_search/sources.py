@@ -3,8 +3,9 @@ more entry in SOURCES (its model, the fields whose change re-indexes a row, and 
 
 The index follows the writes through post_save, connected in HubSearchConfig.ready: the domain
 below (hub_tasks) cannot call up into hub_search, and every write of an indexed field there is a
-`save()` (an insert, or `save(update_fields=[...])`), never a queryset `.update()`, so post_save sees
-them all, in the writer's transaction (a rolled-back write leaves no entry). A save that touches
+`save()` (an insert, or `save(update_fields=[...])`) or hub_core.sql's `insert` / `update` (which
+send post_save as save() does), never a queryset `.update()`, so post_save sees them all, in the
+writer's transaction (a rolled-back write leaves no entry). A save that touches
 none of a source's fields (a status change, a receipt) costs nothing more. Triggers on the hub_tasks
 tables would do it in the database, but SQLite drops a table's triggers whenever a migration rebuilds
 it, and hub_tasks' migrations rebuild tables. Rows go away with their network (the entries' foreign
