@@ -26,16 +26,14 @@ _AGENT = (
 )  # fmt: skip
 _LEAD = (*_AGENT, "answer_question", "list_approvals", "decide_approval", "search", "schedule_list")
 
-# Narrowest first: a profile holds every profile before it.
-_NAMED: dict[str, tuple[str, ...]] = {
-    ToolProfile.CONTRACT: CONTRACT_TOOLS,
-    ToolProfile.AGENT: _AGENT,
-    ToolProfile.LEAD: _LEAD,
+# Narrowest first: a profile holds every profile before it. Asked on every tools/call: built once.
+_FIXED: dict[str, frozenset[str]] = {
+    ToolProfile.CONTRACT: frozenset(CONTRACT_TOOLS),
+    ToolProfile.AGENT: frozenset(_AGENT),
+    ToolProfile.LEAD: frozenset(_LEAD),
 }
 NAMES: tuple[str, ...] = tuple(ToolProfile.values)
 
-
-_FIXED: dict[str, frozenset[str]] = {name: frozenset(tools) for name, tools in _NAMED.items()}
 _every: dict[int, frozenset[str]] = {}  # `all`, by the build of the specs it was read from
 
 
