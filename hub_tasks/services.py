@@ -295,7 +295,7 @@ def task_send(
     else:
         try:
             with transaction.atomic():  # a savepoint: a concurrent twin with the same request id may win
-                new.save(force_insert=True)
+                insert(new)
         except IntegrityError:
             return _repeated_send(earlier.get(), new, now=now)
     task_record_creation(new, actor=actor.label, now=now, detail=f"sent by {sender}")
