@@ -1,4 +1,4 @@
-"""`python -m bench.profile send_task|get_inbox [--gil]`: where one worker's time goes under 16 clients.
+"""`python -m bench.profile send_task|get_inbox|get_task [--gil]`: where one worker's time goes under 16 clients.
 
 Starts one hub worker on the benchmark database, loads one tool for 10 s, records the worker with
 py-spy for 8 s (with --gil, only while it holds the GIL) and prints the functions that hold the most
@@ -13,6 +13,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import aiohttp
+
 from bench import calls, setup
 from bench.load import measure
 from bench.server import LOGS, asgi, start
@@ -20,7 +22,9 @@ from bench.server import LOGS, asgi, start
 ARGUMENTS = {
     "send_task": lambda n: {"alias": f"profile-{n}", "task": "profiled"},
     "get_inbox": lambda n: {"alias": f"profile-{n}"},
+    "get_task": lambda n: {"task_id": TASK_ID},  # one task, sent before the load
 }
+TASK_ID = ""
 IDLE = ("_worker (concurrent/futures/thread.py", "Condition.wait (threading.py", "EpollSelector.select")
 OURS = ("commhub/", "hub_", "django/core/handlers", "django/utils/deprecation", "psycopg/connection", "redis")
 
@@ -40,6 +44,9 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        if tool == "get_task":
+            global TASK_ID
+            TASK_ID = asyncio.run(_sent(hub.url, fleet.operator_token))
         call = calls.mcp(hub.url, tool, ARGUMENTS[tool])
         row = asyncio.run(
             measure("profile", tool, call, clients=16, seconds=10, headers=calls.bearer(fleet.operator_token))
@@ -49,6 +56,11 @@ def main() -> None:
         hub.stop()
     print(f"{tool}: {row.rate:.0f} req/s, p50 {row.percentile(0.5):.1f} ms")
     report(samples)
+
+
+async def _sent(url: str, token: str) -> str:
+    async with aiohttp.ClientSession(headers=calls.bearer(token)) as session:
+        return (await calls.tool(session, url, "send_task", {"alias": "profile-0", "task": "read"}))["task_id"]
 
 
 def report(samples: Path) -> None:
