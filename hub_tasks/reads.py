@@ -107,10 +107,12 @@ def stored_time(value: Any) -> datetime | None:
 
 # --- get_inbox -----------------------------------------------------------------------------------
 
-_INBOX_COLUMNS = (
+_MESSAGE_COLUMNS = (
     "m.id, m.type, m.priority, m.content, m.context, m.from_session, m.task_id, m.created_at, m.network_id, "
-    "m.delivered_to_agent_at, m.delivered_via, "
-    # A task message carries its task's caps for the run (InboxMessage.as_row).
+    "m.delivered_to_agent_at, m.delivered_via"
+)
+# A task message carries its task's caps for the run (InboxMessage.as_row).
+_CAPS = (
     f"CASE WHEN m.type = '{InboxMessage.Type.TASK.value}' THEN t.budget_usd END, "
     f"CASE WHEN m.type = '{InboxMessage.Type.TASK.value}' THEN t.budget_tokens END"
 )
@@ -121,11 +123,13 @@ _ORDER = (
 
 
 def _inbox_statement(networks: Sequence[str], alias: str, limit: int) -> tuple[str, list[Any]]:
+    """The page of messages first, then their tasks' caps: joined to the whole page of pending rows,
+    a prepared statement's generic plan (which knows no alias) expected hundreds of them and hashed
+    every task of the table (4 ms at 10,000 tasks, against 0.14 ms), once statistics existed."""
     sql = (
-        f"SELECT {_INBOX_COLUMNS} FROM hub_tasks_inboxmessage m "
-        "LEFT JOIN hub_tasks_task t ON t.task_id = m.task_id "
+        f"SELECT {_MESSAGE_COLUMNS}, {_CAPS} FROM (SELECT {_MESSAGE_COLUMNS} FROM hub_tasks_inboxmessage m "
         f"WHERE m.acked_at IS NULL AND m.network_id IN ({placeholders(len(networks))}) AND m.to_alias = %s "
-        f"ORDER BY {_ORDER} LIMIT %s"
+        f"ORDER BY {_ORDER} LIMIT %s) m LEFT JOIN hub_tasks_task t ON t.task_id = m.task_id ORDER BY {_ORDER}"
     )
     return sql, [*networks, alias, limit]
 
