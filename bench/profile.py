@@ -22,9 +22,7 @@ from bench.server import LOGS, asgi, start
 ARGUMENTS = {
     "send_task": lambda n: {"alias": f"profile-{n}", "task": "profiled"},
     "get_inbox": lambda n: {"alias": f"profile-{n}"},
-    "get_task": lambda n: {"task_id": TASK_ID},  # one task, sent before the load
 }
-TASK_ID = ""
 IDLE = ("_worker (concurrent/futures/thread.py", "Condition.wait (threading.py", "EpollSelector.select")
 OURS = ("commhub/", "hub_", "django/core/handlers", "django/utils/deprecation", "psycopg/connection", "redis")
 
@@ -44,9 +42,9 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        if tool == "get_task":
-            global TASK_ID
-            TASK_ID = asyncio.run(_sent(hub.url, fleet.operator_token))
+        if tool == "get_task":  # every call reads one task, sent before the load
+            read = {"task_id": asyncio.run(_sent(hub.url, fleet.operator_token))}
+            ARGUMENTS[tool] = lambda n: read
         call = calls.mcp(hub.url, tool, ARGUMENTS[tool])
         row = asyncio.run(
             measure("profile", tool, call, clients=16, seconds=10, headers=calls.bearer(fleet.operator_token))
